@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs every Debian 12 package veil needs to build, test and run.
+# Idempotent: packages already present are skipped by apt.
+set -euo pipefail
+
+PKGS=(
+  # toolchain
+  build-essential cmake ninja-build pkg-config git clang-format
+  # media: FFmpeg libraries (decode/encode/mux) and the ffmpeg CLI for test media generation
+  libavformat-dev libavcodec-dev libavutil-dev libswscale-dev ffmpeg
+  # inference: OpenCV 4.6 DNN (CPU) plus image codecs for evaluation
+  libopencv-core-dev libopencv-dnn-dev libopencv-imgproc-dev libopencv-imgcodecs-dev
+  # utilities
+  nlohmann-json3-dev libspdlog-dev libfmt-dev libcli11-dev libssl-dev
+  # tests and benchmarks
+  libgtest-dev libgmock-dev libbenchmark-dev
+)
+
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#PKGS[@]} packages present"
+  exit 0
+fi
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+echo "install-deps: installing ${missing[*]}"
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

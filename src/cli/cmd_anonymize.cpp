@@ -1,0 +1,73 @@
+#include <cstdio>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "cli/cmd_anonymize.h"
+#include "cli/options.h"
+#include "cli/report.h"
+
+namespace veil::cli {
+
+void RegisterAnonymize(CLI::App& app, int* rc) {
+  struct Opts {
+    std::string in, out;
+    PrivacyOptions privacy;
+    EncodeOptions encode;
+    int64_t max_frames = 0;
+    bool json = false;
+  };
+  auto o = std::make_shared<Opts>();
+  CLI::App* sub = app.add_subcommand("anonymize", "Pixelate every face in a video file");
+  sub->add_option("input", o->in, "Input video (IVF/WebM/MP4/MKV/Y4M)")->required();
+  sub->add_option("-o,--output", o->out, "Output (.ivf/.webm VP8, .mp4/.mkv H.264, .y4m raw)")->required();
+  AddPrivacyOptions(*sub, o->privacy);
+  AddEncodeOptions(*sub, o->encode);
+  sub->add_option("--max-frames", o->max_frames, "Stop after N frames (0 = all)")->check(CLI::NonNegativeNumber);
+  sub->add_flag("--json", o->json, "Print the summary as JSON on stdout");
+  sub->callback([o, rc] {
+    auto pc = o->privacy.Build();
+    if (!pc) {
+      fmt::print(stderr, "veil: {}\n", pc.error());
+      *rc = 2;
+      return;
+    }
+    std::unique_ptr<Detector> det;
+    std::string source;
+    if (pc->mode == Mode::kAnonymize) {
+      auto d = LoadDetector(o->privacy.detector, &source);
+      if (!d) {
+        fmt::print(stderr, "veil: {}\n", d.error());
+        *rc = 2;
+        return;
+      }
+      det = std::move(*d);
+    }
+    JobConfig jc;
+    jc.input = o->in;
+    jc.output = o->out;
+    jc.privacy = *pc;
+    jc.encoder = o->encode.enc;
+    jc.reader.decoder_threads = o->encode.decode_threads;
+    jc.max_frames = o->max_frames;
+    if (!o->json && det) fmt::print(stderr, "veil: detector {} ({})\n", det->name(), source);
+    auto res = RunOfflineJob(jc, det.get(), o->json ? ProgressFn{} : TerminalProgress());
+    if (!res) {
+      fmt::print(stderr, "\nveil: {}\n", res.error());
+      *rc = 1;
+      return;
+    }
+    if (o->json) {
+      fmt::print("{}\n", SummaryJson(*res).dump(2));
+    } else {
+      fmt::print("{} -> {} ({}, mode {})\n{}", o->in, o->out, res->codec_out, ModeName(pc->mode), StageTable(*res));
+    }
+    if (!res->input_status.ok()) {
+      fmt::print(stderr, "veil: {}; the {} frames before it were written to {}\n", res->input_status.message(),
+                 res->frames, o->out);
+      *rc = 3;
+    }
+  });
+}
+
+}  // namespace veil::cli

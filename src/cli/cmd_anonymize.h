@@ -1,0 +1,8 @@
+#pragma once
+#include <CLI/CLI.hpp>
+namespace veil::cli {
+// Registers `veil anonymize`; the callback stores the exit code in *rc.
+void RegisterAnonymize(CLI::App& app, int* rc);
+void RegisterBench(CLI::App& app, int* rc);
+void RegisterEval(CLI::App& app, int* rc);
+}  // namespace veil::cli

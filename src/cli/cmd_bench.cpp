@@ -1,0 +1,109 @@
+// veil bench IN: the same input in bypass and anonymize, in one run.
+#include <unistd.h>
+
+#include <filesystem>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "cli/cmd_anonymize.h"
+#include "cli/options.h"
+#include "cli/report.h"
+
+namespace veil::cli {
+
+void RegisterBench(CLI::App& app, int* rc) {
+  struct Opts {
+    std::string in, out_dir;
+    PrivacyOptions privacy;
+    EncodeOptions encode;
+    int repeat = 1;
+    int64_t max_frames = 0;
+    bool json = false;
+  };
+  auto o = std::make_shared<Opts>();
+  CLI::App* sub = app.add_subcommand("bench", "Cost of anonymize vs bypass on one input, in one run");
+  sub->add_option("input", o->in, "Input video")->required();
+  AddPrivacyOptions(*sub, o->privacy);
+  AddEncodeOptions(*sub, o->encode);
+  sub->add_option("--repeat", o->repeat, "Alternate bypass/anonymize this many times")->check(CLI::Range(1, 20));
+  sub->add_option("--max-frames", o->max_frames, "Frames per run (0 = all)")->check(CLI::NonNegativeNumber);
+  sub->add_option("--out-dir", o->out_dir, "Keep the encoded outputs here (default: temporary, deleted)");
+  sub->add_flag("--json", o->json, "Print results as JSON on stdout");
+  sub->callback([o, rc] {
+    auto pc = o->privacy.Build();
+    if (!pc) {
+      fmt::print(stderr, "veil: {}\n", pc.error());
+      *rc = 2;
+      return;
+    }
+    std::string source;
+    auto det = LoadDetector(o->privacy.detector, &source);
+    if (!det) {
+      fmt::print(stderr, "veil: {}\n", det.error());
+      *rc = 2;
+      return;
+    }
+    namespace fs = std::filesystem;
+    const bool keep = !o->out_dir.empty();
+    const fs::path dir = keep ? fs::path(o->out_dir) : fs::temp_directory_path() / fmt::format("veil-bench-{}", getpid());
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    if (ec) {
+      fmt::print(stderr, "veil: cannot create {}: {}\n", dir.string(), ec.message());
+      *rc = 2;
+      return;
+    }
+    // Same container/codec as the input's family: VP8 in IVF unless the input is H.264.
+    std::string ext = o->encode.enc.codec == "h264" ? "mkv" : "ivf";
+    nlohmann::json runs = nlohmann::json::array();
+    double cpu[2] = {0, 0};
+    int64_t frames[2] = {0, 0};
+    JobSummary last[2];
+    for (int rep = 0; rep < o->repeat; ++rep) {
+      for (int k = 0; k < 2; ++k) {
+        JobConfig jc;
+        jc.input = o->in;
+        jc.output = (dir / fmt::format("bench-{}.{}", k == 0 ? "bypass" : "anonymize", ext)).string();
+        jc.privacy = *pc;
+        jc.privacy.mode = k == 0 ? Mode::kBypass : Mode::kAnonymize;
+        jc.encoder = o->encode.enc;
+        jc.reader.decoder_threads = o->encode.decode_threads;
+        jc.max_frames = o->max_frames;
+        auto res = RunOfflineJob(jc, det->get());
+        if (!res || !res->input_status.ok()) {
+          fmt::print(stderr, "veil: {}\n", res ? res->input_status.message() : res.error());
+          *rc = 1;
+          if (!keep) fs::remove_all(dir, ec);
+          return;
+        }
+        cpu[k] += res->cpu_ms;
+        frames[k] += res->frames;
+        auto j = SummaryJson(*res);
+        j["mode"] = k == 0 ? "bypass" : "anonymize";
+        j["repeat"] = rep;
+        runs.push_back(j);
+        last[k] = std::move(*res);
+      }
+    }
+    if (!keep) fs::remove_all(dir, ec);
+    const double b = frames[0] ? cpu[0] / frames[0] : 0, a = frames[1] ? cpu[1] / frames[1] : 0;
+    const double ratio = b > 0 ? a / b : 0;
+    if (o->json) {
+      nlohmann::json j = {{"input", o->in},
+                          {"detector", (*det)->name()},
+                          {"cpu_ms_per_frame_bypass", b},
+                          {"cpu_ms_per_frame_anonymize", a},
+                          {"ratio", ratio},
+                          {"runs", runs}};
+      fmt::print("{}\n", j.dump(2));
+      return;
+    }
+    fmt::print("input {} ({}x{} {:.2f} fps {}), detector {} ({}), {} repeat(s)\n", o->in, last[0].video.width,
+               last[0].video.height, last[0].video.fps, last[0].video.codec, (*det)->name(), source, o->repeat);
+    fmt::print("\n== bypass (last run)\n{}\n== anonymize (last run)\n{}\n", StageTable(last[0]), StageTable(last[1]));
+    fmt::print("CPU per frame: bypass {:.2f} ms, anonymize {:.2f} ms, ratio anonymize/bypass {:.3f}\n", b, a, ratio);
+  });
+}
+
+}  // namespace veil::cli

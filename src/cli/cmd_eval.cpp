@@ -1,0 +1,117 @@
+// veil eval: detector accuracy on annotated photos, and privacy (face-frame
+// leak rate, flicker) on a moving clip rendered from them.
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "cli/cmd_anonymize.h"
+#include "cli/options.h"
+#include "core/assets.h"
+#include "eval/motion_eval.h"
+#include "eval/photo_eval.h"
+
+namespace veil::cli {
+
+void RegisterEval(CLI::App& app, int* rc) {
+  struct Opts {
+    std::string faces;
+    std::string photo_size = "640x640";
+    float photo_score = 0.6f;
+    bool no_letterbox = false, photos_only = false, motion_only = false, json = false;
+    int max_images = 0;
+    MotionEvalOptions motion;
+    PrivacyOptions privacy;
+  };
+  auto o = std::make_shared<Opts>();
+  CLI::App* sub = app.add_subcommand("eval", "Detector recall/precision and privacy leak rate on annotated photos");
+  sub->add_option("--faces", o->faces, "Folder with images and ground_truth.csv (default: <assets>/faces)");
+  sub->add_option("--detect-size", o->photo_size, "Photo eval: detector input box, WxH (default 640x640)");
+  sub->add_option("--photo-score", o->photo_score, "Photo eval: score threshold")->check(CLI::Range(0.01, 0.99));
+  sub->add_flag("--no-letterbox", o->no_letterbox, "Photo eval: do not pad to the full input box");
+  sub->add_option("--max-images", o->max_images, "Use at most N photos (0 = all)")->check(CLI::NonNegativeNumber);
+  sub->add_option("--frames-per-photo", o->motion.frames_per_photo, "Motion eval: frames per photo")
+      ->check(CLI::Range(3, 3000));
+  sub->add_flag("--photos-only", o->photos_only, "Only the photo evaluation");
+  sub->add_flag("--motion-only", o->motion_only, "Only the moving-clip evaluation");
+  sub->add_flag("--json", o->json, "JSON on stdout");
+  AddPrivacyOptions(*sub, o->privacy, "--live-detect-size");
+  sub->callback([o, rc] {
+    if (o->faces.empty()) o->faces = AssetsDir() + "/faces";
+    auto gt = LoadGroundTruth(o->faces);
+    auto size = ParseSize(o->photo_size);
+    auto pc = o->privacy.Build();
+    for (const Status& s : {gt.status(), size.status(), pc.status()}) {
+      if (!s.ok()) {
+        fmt::print(stderr, "veil: {}\n", s.message());
+        *rc = 2;
+        return;
+      }
+    }
+    if (pc->mode != Mode::kAnonymize) {
+      fmt::print(stderr, "veil: eval measures the anonymize mode; --mode {} makes no sense here\n", o->privacy.mode);
+      *rc = 2;
+      return;
+    }
+    std::string source;
+    auto det = LoadDetector(o->privacy.detector, &source);
+    if (!det) {
+      fmt::print(stderr, "veil: {}\n", det.error());
+      *rc = 2;
+      return;
+    }
+    nlohmann::json out = {{"detector", (*det)->name()}, {"faces_dir", o->faces}};
+    if (!o->motion_only) {
+      PhotoEvalOptions po;
+      po.input = *size;
+      po.letterbox = !o->no_letterbox;
+      po.score = o->photo_score;
+      po.max_images = o->max_images;
+      auto r = RunPhotoEval(*gt, **det, po);
+      if (!r) {
+        fmt::print(stderr, "veil: {}\n", r.error());
+        *rc = 1;
+        return;
+      }
+      out["photos"] = r->ToJson();
+      out["photos"]["input"] = o->photo_size + (po.letterbox ? " letterbox" : "");
+      out["photos"]["score"] = po.score;
+      if (!o->json) {
+        fmt::print("Photo evaluation: {} on {} images, input {}{}, score {:.2f}, IoU 0.5\n", (*det)->name(),
+                   r->images, o->photo_size, po.letterbox ? " letterbox" : "", po.score);
+        fmt::print("  recall  >=20 px  {:4d}/{:4d} = {:.3f}\n", r->hit_ge20, r->gt_ge20, r->recall_ge20());
+        fmt::print("  recall  >=40 px  {:4d}/{:4d} = {:.3f}   (clear faces {:.3f})\n", r->hit_ge40, r->gt_ge40,
+                   r->recall_ge40(), r->recall_clear_ge40());
+        fmt::print("  precision        {:4d}/{:4d} = {:.3f}\n", r->true_detections, r->detections, r->precision());
+        fmt::print("  {:.1f} ms per image (preprocess + forward + decode)\n", r->ms_per_image);
+      }
+    }
+    if (!o->photos_only) {
+      o->motion.max_photos = o->max_images;
+      auto r = RunMotionEval(*gt, *pc, det->get(), o->motion);
+      if (!r) {
+        fmt::print(stderr, "veil: {}\n", r.error());
+        *rc = 1;
+        return;
+      }
+      out["motion"] = r->ToJson();
+      out["motion"]["settings"] = {{"detect_size", o->privacy.detect_size}, {"detect_every", o->privacy.detect_every},
+                                   {"score", o->privacy.score}, {"low_score", o->privacy.low_score},
+                                   {"margin", o->privacy.margin}, {"frames_per_photo", o->motion.frames_per_photo}};
+      if (!o->json) {
+        fmt::print("Moving clip: {} frames ({}x{}, {} per photo), detect {} every {} frame(s)\n", r->frames,
+                   o->motion.canvas.width, o->motion.canvas.height, o->motion.frames_per_photo, o->privacy.detect_size,
+                   o->privacy.detect_every);
+        fmt::print("  face-frame leak rate (>=40 px): all {:.2f}% ({}/{}), clear {:.2f}% ({}/{})\n",
+                   100 * r->leak_rate(), r->leaked, r->face_frames, 100 * r->clear_leak_rate(), r->clear_leaked,
+                   r->clear_face_frames);
+        fmt::print("  flicker: all {}, clear {};  fail-closed frames {}\n", r->flicker, r->clear_flicker,
+                   r->fail_closed_frames);
+        fmt::print("  cost per frame: detect {:.2f} ms, track {:.3f} ms, mosaic {:.3f} ms\n", r->ms_detect_per_frame,
+                   r->ms_track_per_frame, r->ms_mosaic_per_frame);
+      }
+    }
+    if (o->json) fmt::print("{}\n", out.dump(2));
+  });
+}
+
+}  // namespace veil::cli

@@ -1,0 +1,80 @@
+#include "cli/report.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+
+#include <fmt/format.h>
+
+namespace veil::cli {
+namespace {
+struct Row {
+  const char* name;
+  const StageStats* s;
+};
+std::vector<Row> Rows(const JobSummary& s) {
+  return {{"decode", &s.decode}, {"preprocess", &s.preprocess}, {"detect", &s.detect},
+          {"track", &s.track},   {"mosaic", &s.mosaic},         {"encode", &s.encode}};
+}
+}  // namespace
+
+std::string StageTable(const JobSummary& s) {
+  std::string o = fmt::format("{:<11} {:>10} {:>10} {:>10}\n", "stage", "mean ms", "p99 ms", "max ms");
+  double sum = 0;
+  for (const auto& r : Rows(s)) {
+    o += fmt::format("{:<11} {:>10.3f} {:>10.3f} {:>10.3f}\n", r.name, r.s->mean(), r.s->percentile(99),
+                     r.s->percentile(100));
+    sum += r.s->mean();
+  }
+  o += fmt::format("{:<11} {:>10.3f}\n", "sum", sum);
+  o += fmt::format("frames {}  wall {:.0f} ms ({:.1f} fps)  CPU {:.2f} ms/frame (all threads)\n", s.frames,
+                   s.wall_ms, s.wall_ms > 0 ? s.frames * 1000.0 / s.wall_ms : 0.0, s.cpu_per_frame());
+  o += fmt::format("detections {}  detect failures {}  fail-closed frames {}  scene cuts {}  cadence 1/{}\n",
+                   s.privacy.detections_run, s.privacy.detect_failures, s.privacy.fail_closed,
+                   s.privacy.scene_cuts, s.every_final);
+  if (s.video.audio_streams > 0)
+    o += fmt::format("audio: {} stream(s) copied, {} skipped (container cannot hold them), {} packets\n",
+                     s.audio_copied, s.audio_skipped, s.audio_packets);
+  return o;
+}
+
+nlohmann::json SummaryJson(const JobSummary& s) {
+  nlohmann::json j;
+  j["frames"] = s.frames;
+  j["wall_ms"] = s.wall_ms;
+  j["cpu_ms_per_frame"] = s.cpu_per_frame();
+  j["fps"] = s.wall_ms > 0 ? s.frames * 1000.0 / s.wall_ms : 0.0;
+  for (const auto& r : Rows(s))
+    j["stages"][r.name] = {{"mean_ms", r.s->mean()}, {"p99_ms", r.s->percentile(99)}, {"max_ms", r.s->percentile(100)}};
+  j["detections_run"] = s.privacy.detections_run;
+  j["detect_failures"] = s.privacy.detect_failures;
+  j["fail_closed_frames"] = s.privacy.fail_closed;
+  j["scene_cuts"] = s.privacy.scene_cuts;
+  j["detect_every_final"] = s.every_final;
+  j["input"] = {{"width", s.video.width}, {"height", s.video.height}, {"fps", s.video.fps}, {"codec", s.video.codec}};
+  j["output"] = {{"codec", s.codec_out}, {"bytes", s.bytes_out}};
+  j["audio"] = {{"streams_in", s.video.audio_streams}, {"copied", s.audio_copied}, {"skipped", s.audio_skipped},
+                {"packets", s.audio_packets}};
+  j["input_error"] = s.input_status.ok() ? "" : s.input_status.message();
+  return j;
+}
+
+ProgressFn TerminalProgress() {
+  if (!isatty(STDERR_FILENO)) return {};
+  return [](int64_t done, int64_t total, double ms) {
+    const double fps = ms > 0 ? done * 1000.0 / ms : 0;
+    if (total > 0) {
+      const int width = 30;
+      const double frac = std::min(1.0, double(done) / total);
+      const int fill = int(frac * width);
+      std::fprintf(stderr, "\r[%s%s] %3.0f%% %lld/%lld frames %.1f fps ", std::string(fill, '#').c_str(),
+                   std::string(width - fill, '.').c_str(), frac * 100, (long long)done, (long long)total, fps);
+    } else {
+      std::fprintf(stderr, "\r%lld frames %.1f fps ", (long long)done, fps);
+    }
+    if (total > 0 && done >= total) std::fprintf(stderr, "\n");
+    std::fflush(stderr);
+  };
+}
+
+}  // namespace veil::cli

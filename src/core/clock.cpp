@@ -1,0 +1,33 @@
+#include "core/clock.h"
+
+#include <time.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+namespace veil {
+namespace {
+double Ms(clockid_t id) {
+  timespec ts{};
+  clock_gettime(id, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) / 1e6;
+}
+}  // namespace
+
+double NowMs() { return Ms(CLOCK_MONOTONIC); }
+double ProcessCpuMs() { return Ms(CLOCK_PROCESS_CPUTIME_ID); }
+double ThreadCpuMs() { return Ms(CLOCK_THREAD_CPUTIME_ID); }
+
+double StageStats::total() const { return std::accumulate(samples_.begin(), samples_.end(), 0.0); }
+double StageStats::mean() const { return samples_.empty() ? 0.0 : total() / samples_.size(); }
+double StageStats::percentile(double p) const {
+  if (samples_.empty()) return 0.0;
+  std::vector<double> s = samples_;
+  std::sort(s.begin(), s.end());
+  const double rank = std::clamp(p, 0.0, 100.0) / 100.0 * (s.size() - 1);
+  const size_t lo = static_cast<size_t>(std::floor(rank)), hi = static_cast<size_t>(std::ceil(rank));
+  return s[lo] + (s[hi] - s[lo]) * (rank - lo);
+}
+
+}  // namespace veil

@@ -1,0 +1,133 @@
+#include "eval/motion_eval.h"
+
+#include <cmath>
+#include <cstring>
+
+#include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
+
+namespace veil {
+
+nlohmann::json MotionEvalResult::ToJson() const {
+  return {{"frames", frames},
+          {"face_frames_ge40", face_frames},
+          {"leaked_face_frames", leaked},
+          {"leak_rate_all", leak_rate()},
+          {"clear_face_frames_ge40", clear_face_frames},
+          {"clear_leaked_face_frames", clear_leaked},
+          {"leak_rate_clear", clear_leak_rate()},
+          {"flicker_all", flicker},
+          {"flicker_clear", clear_flicker},
+          {"fail_closed_frames", fail_closed_frames},
+          {"detections_run", detections_run},
+          {"detect_ms_per_frame", ms_detect_per_frame},
+          {"track_ms_per_frame", ms_track_per_frame},
+          {"mosaic_ms_per_frame", ms_mosaic_per_frame}};
+}
+
+Motion MotionAt(int k, int t, int frames, cv::Size photo, cv::Size canvas) {
+  // Fit the photo in the canvas, then zoom in or out by up to 15% over the
+  // shot, and pan at ~1.2 px/frame with a small handheld wobble.
+  const double fit = std::min(double(canvas.width) / photo.width, double(canvas.height) / photo.height);
+  const double u = frames > 1 ? double(t) / (frames - 1) : 0.0;
+  const double zoom = (k % 2 == 0) ? 1.0 + 0.15 * u : 1.15 - 0.15 * u;
+  const double s = fit * zoom;
+  const double dir_x = (k % 4 < 2) ? 1.0 : -1.0, dir_y = (k % 3 == 0) ? 1.0 : -1.0;
+  const double phase = k * 0.7;
+  const double px = dir_x * 1.2 * (t - frames / 2.0) + 3.0 * std::sin(2 * M_PI * t / 17.0 + phase);
+  const double py = dir_y * 0.6 * (t - frames / 2.0) + 2.0 * std::sin(2 * M_PI * t / 23.0 + 2 * phase);
+  const double tx = (canvas.width - photo.width * s) / 2 + px;
+  const double ty = (canvas.height - photo.height * s) / 2 + py;
+  return {s, tx, ty};
+}
+
+double CoveredFraction(const Box& box, const std::vector<Rect>& rects) {
+  const int x0 = int(std::floor(box.x)), y0 = int(std::floor(box.y));
+  const int x1 = int(std::ceil(box.x2())), y1 = int(std::ceil(box.y2()));
+  const int w = x1 - x0, h = y1 - y0;
+  if (w <= 0 || h <= 0) return 1.0;
+  std::vector<uint8_t> m(size_t(w) * h, 0);
+  for (const Rect& r : rects) {
+    const int ax = std::max(r.x0, x0), ay = std::max(r.y0, y0), bx = std::min(r.x1, x1), by = std::min(r.y1, y1);
+    for (int y = ay; y < by; ++y) std::fill(&m[size_t(y - y0) * w + (ax - x0)], &m[size_t(y - y0) * w + (bx - x0)], 1);
+  }
+  size_t n = 0;
+  for (uint8_t v : m) n += v;
+  return double(n) / m.size();
+}
+
+Result<MotionEvalResult> RunMotionEval(const std::vector<GtImage>& images, const PrivacyConfig& cfg, Detector* det,
+                                       const MotionEvalOptions& o) {
+  if (o.frames_per_photo < 3 || o.frames_per_photo > 3000) return Status::Error("frames per photo in [3, 3000]");
+  if (o.canvas.width % 2 || o.canvas.height % 2 || o.canvas.width < 64 || o.canvas.height < 64)
+    return Status::Error("canvas must be even and at least 64x64");
+  PrivacyStage stage(cfg, det);
+  MotionEvalResult r;
+  FramePtr frame = MakeFrame(o.canvas.width, o.canvas.height);
+  cv::Mat canvas, yuv;
+  double ms_det = 0, ms_track = 0, ms_mosaic = 0;
+  int64_t index = 0;
+  int photos = 0;
+  for (const auto& im : images) {
+    if (o.max_photos > 0 && photos >= o.max_photos) break;
+    cv::Mat img = cv::imread(im.path, cv::IMREAD_COLOR);
+    if (img.empty()) return Status::Error("cannot read image " + im.path);
+    // covered[face][t]: -1 = not counted in this frame (too small / out of view).
+    std::vector<std::vector<int>> cov(im.faces.size(), std::vector<int>(o.frames_per_photo, -1));
+    for (int t = 0; t < o.frames_per_photo; ++t) {
+      const Motion mo = MotionAt(photos, t, o.frames_per_photo, img.size(), o.canvas);
+      const cv::Matx23d M(mo.s, 0, mo.tx, 0, mo.s, mo.ty);
+      cv::warpAffine(img, canvas, M, o.canvas, cv::INTER_LINEAR, cv::BORDER_CONSTANT, cv::Scalar(64, 64, 64));
+      cv::cvtColor(canvas, yuv, cv::COLOR_BGR2YUV_I420);
+      const int W = o.canvas.width, H = o.canvas.height;
+      for (int y = 0; y < H; ++y) std::memcpy(frame->y.row(y), yuv.ptr(y), W);
+      for (int y = 0; y < H / 2; ++y) {
+        std::memcpy(frame->u.row(y), yuv.ptr(H) + size_t(y) * (W / 2), W / 2);
+        std::memcpy(frame->v.row(y), yuv.ptr(H) + size_t(H / 4) * W + size_t(y) * (W / 2), W / 2);
+      }
+      frame->index = index++;
+      frame->pts = frame->index;
+      const FrameReport rep = stage.Process(*frame);
+      ms_det += rep.ms_preprocess + rep.ms_detect;
+      ms_track += rep.ms_track;
+      ms_mosaic += rep.ms_mosaic;
+      r.fail_closed_frames += rep.fail_closed;
+      ++r.frames;
+      for (size_t g = 0; g < im.faces.size(); ++g) {
+        const GtFace& f = im.faces[g];
+        if (!f.valid() || f.min_side() * mo.s < o.min_face) continue;
+        const Box b{float(f.box.x * mo.s + mo.tx), float(f.box.y * mo.s + mo.ty), float(f.box.w * mo.s),
+                    float(f.box.h * mo.s)};
+        const Box vis{std::max(0.f, b.x), std::max(0.f, b.y), 0, 0};
+        const Box clipped{vis.x, vis.y, std::min(b.x2(), float(W)) - vis.x, std::min(b.y2(), float(H)) - vis.y};
+        if (clipped.w <= 0 || clipped.h <= 0 || clipped.area() < 0.5f * b.area()) continue;
+        const bool ok = CoveredFraction(clipped, rep.rects) >= o.covered;
+        cov[g][t] = ok ? 1 : 0;
+        ++r.face_frames;
+        r.leaked += !ok;
+        if (f.clear()) {
+          ++r.clear_face_frames;
+          r.clear_leaked += !ok;
+        }
+      }
+    }
+    for (size_t g = 0; g < im.faces.size(); ++g) {
+      for (int t = 0; t + 2 < o.frames_per_photo; ++t) {
+        if (cov[g][t] == 1 && cov[g][t + 1] == 0 && cov[g][t + 2] == 1) {
+          ++r.flicker;
+          if (im.faces[g].clear()) ++r.clear_flicker;
+        }
+      }
+    }
+    ++photos;
+  }
+  r.detections_run = stage.counters().detections_run;
+  if (r.frames) {
+    r.ms_detect_per_frame = ms_det / r.frames;
+    r.ms_track_per_frame = ms_track / r.frames;
+    r.ms_mosaic_per_frame = ms_mosaic / r.frames;
+  }
+  return r;
+}
+
+}  // namespace veil

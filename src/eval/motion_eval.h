@@ -1,0 +1,45 @@
+// Privacy on a moving clip rendered from annotated photos: every photo is
+// shown for a few seconds with a handheld-style pan and a slow zoom, so every
+// ground-truth box moves by a known affine transform. The frames go through
+// the full privacy stage (downscale, cadence, detector, tracker, mosaic) and
+// each ground-truth face is checked against what was actually pixelated.
+#pragma once
+#include <nlohmann/json.hpp>
+#include <opencv2/core.hpp>
+
+#include "eval/ground_truth.h"
+#include "privacy/privacy_stage.h"
+
+namespace veil {
+
+struct MotionEvalOptions {
+  cv::Size canvas{1280, 720};
+  int frames_per_photo = 30;
+  int max_photos = 0;          // 0 = all
+  double min_face = 40;        // faces counted: valid, min side >= this in the frame
+  double covered = 0.90;       // a face-frame leaks when less than this share of its box is pixelated
+};
+
+// Scale/translation of photo `photo_index` at frame `t`: x' = s*x + tx, y' = s*y + ty.
+struct Motion {
+  double s, tx, ty;
+};
+Motion MotionAt(int photo_index, int t, int frames, cv::Size photo, cv::Size canvas);
+
+struct MotionEvalResult {
+  int64_t frames = 0, face_frames = 0, leaked = 0, clear_face_frames = 0, clear_leaked = 0;
+  int64_t flicker = 0, clear_flicker = 0, fail_closed_frames = 0, detections_run = 0;
+  double ms_detect_per_frame = 0;  // preprocess + detect, amortized over all frames
+  double ms_track_per_frame = 0, ms_mosaic_per_frame = 0;
+  double leak_rate() const { return face_frames ? double(leaked) / face_frames : 0; }
+  double clear_leak_rate() const { return clear_face_frames ? double(clear_leaked) / clear_face_frames : 0; }
+  nlohmann::json ToJson() const;
+};
+
+// Share of `box` covered by the union of `rects`.
+double CoveredFraction(const Box& box, const std::vector<Rect>& rects);
+
+Result<MotionEvalResult> RunMotionEval(const std::vector<GtImage>& images, const PrivacyConfig& cfg,
+                                       Detector* det, const MotionEvalOptions& o);
+
+}  // namespace veil

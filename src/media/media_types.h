@@ -1,0 +1,45 @@
+// Public media types: nothing here exposes FFmpeg beyond opaque declarations.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+
+struct AVPacket;
+
+namespace veil {
+
+struct VideoInfo {
+  int width = 0, height = 0;
+  int tb_num = 1, tb_den = 1;   // time base of Frame::pts
+  double fps = 0;               // nominal frame rate
+  std::string codec;            // e.g. "vp8", "h264"
+  int64_t frames_estimate = 0;  // 0 when unknown
+  int audio_streams = 0;
+};
+
+// A compressed packet copied through untouched (audio).
+class PassthroughPacket {
+ public:
+  explicit PassthroughPacket(AVPacket* p, int source_stream) : pkt_(p), stream_(source_stream) {}
+  ~PassthroughPacket();
+  PassthroughPacket(PassthroughPacket&&) noexcept;
+  PassthroughPacket& operator=(PassthroughPacket&&) = delete;
+  PassthroughPacket(const PassthroughPacket&) = delete;
+  AVPacket* get() const { return pkt_; }
+  int source_stream() const { return stream_; }
+
+ private:
+  AVPacket* pkt_;
+  int stream_;
+};
+
+struct EncoderOptions {
+  std::string codec;        // "vp8" | "h264" | "rawvideo"; empty = from the output extension
+  int bitrate_kbps = 0;     // 0 = by resolution (about 2500 kbps at 720p30)
+  int threads = 1;
+  int keyint_frames = 60;   // a keyframe at least this often
+  int vp8_speed = 8;        // libvpx cpu-used (realtime)
+  std::string x264_preset = "veryfast";
+};
+
+}  // namespace veil

@@ -1,0 +1,199 @@
+#include "media/writer.h"
+
+#include <algorithm>
+#include <map>
+
+#include "media/ffmpeg_util.h"
+#include "media/reader_impl.h"
+
+extern "C" {
+#include <libavcodec/avcodec.h>
+#include <libavformat/avformat.h>
+#include <libavutil/opt.h>
+}
+
+namespace veil {
+
+struct MediaWriter::Impl {
+  AVFormatContext* fmt = nullptr;
+  AVCodecContext* enc = nullptr;
+  AVStream* vst = nullptr;
+  AVFrame* frame = nullptr;
+  AVPacket* pkt = nullptr;
+  std::map<int, std::pair<AVStream*, AVRational>> audio;  // source index -> (out stream, source tb)
+  bool header_written = false;
+  ~Impl() {
+    av_packet_free(&pkt);
+    av_frame_free(&frame);
+    avcodec_free_context(&enc);
+    if (fmt && !(fmt->oformat->flags & AVFMT_NOFILE)) avio_closep(&fmt->pb);
+    avformat_free_context(fmt);
+  }
+};
+
+Result<std::string> CodecForPath(const std::string& path) {
+  const auto dot = path.rfind('.');
+  std::string ext = dot == std::string::npos ? "" : path.substr(dot + 1);
+  std::transform(ext.begin(), ext.end(), ext.begin(), ::tolower);
+  if (ext == "ivf" || ext == "webm") return std::string("vp8");
+  if (ext == "mp4" || ext == "mkv" || ext == "mov") return std::string("h264");
+  if (ext == "y4m") return std::string("rawvideo");
+  return Status::Error("cannot tell the output format from '" + path +
+                       "': use .ivf/.webm (VP8), .mp4/.mkv (H.264) or .y4m");
+}
+
+MediaWriter::~MediaWriter() {
+  if (!finished_ && impl_ && impl_->header_written) Finish();
+}
+
+int64_t MediaWriter::bytes_written() const {
+  return (impl_ && impl_->fmt && impl_->fmt->pb) ? avio_tell(impl_->fmt->pb) : 0;
+}
+
+Result<std::unique_ptr<MediaWriter>> MediaWriter::Open(const std::string& path, const VideoInfo& vi,
+                                                       const EncoderOptions& o, const MediaReader* audio_from) {
+  if (vi.width <= 0 || vi.height <= 0 || vi.width > 8192 || vi.height > 8192)
+    return Status::Error("output size out of range");
+  if (o.threads < 1 || o.threads > 64) return Status::Error("encoder threads must be in [1, 64]");
+  if (o.bitrate_kbps < 0 || o.bitrate_kbps > 200000) return Status::Error("bitrate must be in [0, 200000] kbps");
+  if (o.keyint_frames < 1 || o.keyint_frames > 10000) return Status::Error("keyint must be in [1, 10000] frames");
+  if (o.vp8_speed < 0 || o.vp8_speed > 16) return Status::Error("vp8 speed must be in [0, 16]");
+  std::string codec = o.codec;
+  if (codec.empty()) {
+    auto c = CodecForPath(path);
+    if (!c) return c.status();
+    codec = *c;
+  }
+  std::unique_ptr<MediaWriter> w(new MediaWriter());
+  w->codec_ = codec;
+  w->impl_ = std::make_unique<Impl>();
+  Impl& m = *w->impl_;
+  int err = avformat_alloc_output_context2(&m.fmt, nullptr, nullptr, path.c_str());
+  if (err < 0 || !m.fmt) return Status::Error("cannot create output " + path + ": " + AvError(err));
+
+  const char* enc_name = codec == "vp8" ? "libvpx" : codec == "h264" ? "libx264" : codec == "rawvideo" ? "rawvideo" : nullptr;
+  if (!enc_name) return Status::Error("unknown codec '" + codec + "' (vp8, h264 or rawvideo)");
+  const AVCodec* c = avcodec_find_encoder_by_name(enc_name);
+  if (!c) return Status::Error(std::string("encoder ") + enc_name + " is not available in this FFmpeg");
+  if (avformat_query_codec(m.fmt->oformat, c->id, FF_COMPLIANCE_NORMAL) != 1)
+    return Status::Error("container of " + path + " cannot hold " + codec);
+  m.enc = avcodec_alloc_context3(c);
+  m.enc->width = vi.width;
+  m.enc->height = vi.height;
+  m.enc->pix_fmt = AV_PIX_FMT_YUV420P;
+  m.enc->time_base = AVRational{vi.tb_num, vi.tb_den};
+  const double fps = vi.fps > 0 ? vi.fps : 30.0;
+  m.enc->framerate = av_d2q(fps, 1000);
+  m.enc->thread_count = o.threads;
+  m.enc->gop_size = o.keyint_frames;
+  const int64_t kbps = o.bitrate_kbps > 0 ? o.bitrate_kbps
+                                          : std::clamp<int64_t>(int64_t(vi.width) * vi.height * fps / 11000, 300, 20000);
+  if (codec != "rawvideo") m.enc->bit_rate = kbps * 1000;
+  if (codec == "vp8") {
+    av_opt_set(m.enc->priv_data, "deadline", "realtime", 0);
+    av_opt_set_int(m.enc->priv_data, "cpu-used", o.vp8_speed, 0);
+    av_opt_set_int(m.enc->priv_data, "lag-in-frames", 0, 0);
+    m.enc->rc_min_rate = m.enc->rc_max_rate = 0;
+    m.enc->qmin = 4;
+    m.enc->qmax = 56;
+  } else if (codec == "h264") {
+    av_opt_set(m.enc->priv_data, "preset", o.x264_preset.c_str(), 0);
+    av_opt_set(m.enc->priv_data, "tune", "zerolatency", 0);
+  }
+  if (m.fmt->oformat->flags & AVFMT_GLOBALHEADER) m.enc->flags |= AV_CODEC_FLAG_GLOBAL_HEADER;
+  if ((err = avcodec_open2(m.enc, c, nullptr)) < 0)
+    return Status::Error("cannot open " + std::string(enc_name) + " encoder: " + AvError(err));
+  m.vst = avformat_new_stream(m.fmt, nullptr);
+  avcodec_parameters_from_context(m.vst->codecpar, m.enc);
+  m.vst->time_base = m.enc->time_base;
+  m.vst->avg_frame_rate = m.enc->framerate;
+
+  if (audio_from) {
+    AVFormatContext* in = audio_from->impl_->fmt;
+    for (unsigned i = 0; i < in->nb_streams; ++i) {
+      const AVStream* ist = in->streams[i];
+      if (ist->codecpar->codec_type != AVMEDIA_TYPE_AUDIO) continue;
+      if (avformat_query_codec(m.fmt->oformat, ist->codecpar->codec_id, FF_COMPLIANCE_NORMAL) != 1) {
+        ++w->audio_skipped_;
+        continue;
+      }
+      AVStream* ost = avformat_new_stream(m.fmt, nullptr);
+      avcodec_parameters_copy(ost->codecpar, ist->codecpar);
+      ost->codecpar->codec_tag = 0;
+      ost->time_base = ist->time_base;
+      m.audio[int(i)] = {ost, ist->time_base};
+      ++w->audio_copied_;
+    }
+  }
+  if (!(m.fmt->oformat->flags & AVFMT_NOFILE) && (err = avio_open(&m.fmt->pb, path.c_str(), AVIO_FLAG_WRITE)) < 0)
+    return Status::Error("cannot write " + path + ": " + AvError(err));
+  if ((err = avformat_write_header(m.fmt, nullptr)) < 0)
+    return Status::Error("cannot write header of " + path + ": " + AvError(err));
+  m.header_written = true;
+  m.frame = av_frame_alloc();
+  m.pkt = av_packet_alloc();
+  return w;
+}
+
+Status MediaWriter::Drain(bool flush) {
+  Impl& m = *impl_;
+  for (;;) {
+    const int err = avcodec_receive_packet(m.enc, m.pkt);
+    if (err == AVERROR(EAGAIN) || err == AVERROR_EOF) return Status::Ok();
+    if (err < 0) return Status::Error("encoder error: " + AvError(err));
+    av_packet_rescale_ts(m.pkt, m.enc->time_base, m.vst->time_base);
+    m.pkt->stream_index = m.vst->index;
+    const int w = av_interleaved_write_frame(m.fmt, m.pkt);
+    if (w < 0) return Status::Error("write error: " + AvError(w));
+  }
+}
+
+Status MediaWriter::WriteFrame(const Frame& f) {
+  if (finished_) return Status::Error("writer already finished");
+  Impl& m = *impl_;
+  if (f.width != m.enc->width || f.height != m.enc->height) return Status::Error("frame size differs from stream");
+  AVFrame* a = m.frame;
+  a->format = AV_PIX_FMT_YUV420P;
+  a->width = f.width;
+  a->height = f.height;
+  const Plane* pl[3] = {&f.y, &f.u, &f.v};
+  for (int i = 0; i < 3; ++i) {
+    a->data[i] = pl[i]->data;
+    a->linesize[i] = pl[i]->stride;
+  }
+  a->pts = f.pts;
+  // Non-refcounted frame: the encoder copies what it keeps, so `f` may be reused at once.
+  const int err = avcodec_send_frame(m.enc, a);
+  for (int i = 0; i < 3; ++i) a->data[i] = nullptr;
+  if (err < 0) return Status::Error("encoder rejected frame: " + AvError(err));
+  return Drain(false);
+}
+
+Status MediaWriter::WritePassthrough(const PassthroughPacket& p) {
+  if (finished_) return Status::Error("writer already finished");
+  Impl& m = *impl_;
+  auto it = m.audio.find(p.source_stream());
+  if (it == m.audio.end()) return Status::Ok();  // stream not copied (reported at open)
+  AVPacket* out = av_packet_clone(p.get());
+  if (!out) return Status::Error("out of memory");
+  av_packet_rescale_ts(out, it->second.second, it->second.first->time_base);
+  out->stream_index = it->second.first->index;
+  out->pos = -1;
+  const int err = av_interleaved_write_frame(m.fmt, out);
+  av_packet_free(&out);
+  return err < 0 ? Status::Error("audio write error: " + AvError(err)) : Status::Ok();
+}
+
+Status MediaWriter::Finish() {
+  if (finished_) return Status::Ok();
+  finished_ = true;
+  Impl& m = *impl_;
+  Status s;
+  if (avcodec_send_frame(m.enc, nullptr) >= 0) s = Drain(true);
+  const int err = av_write_trailer(m.fmt);
+  if (!(m.fmt->oformat->flags & AVFMT_NOFILE)) avio_closep(&m.fmt->pb);
+  if (err < 0 && s.ok()) s = Status::Error("cannot finish output: " + AvError(err));
+  return s;
+}
+
+}  // namespace veil

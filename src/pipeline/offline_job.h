@@ -1,0 +1,43 @@
+// File in -> decode -> privacy stage -> encode -> file out, timed per stage.
+#pragma once
+#include <functional>
+#include <string>
+
+#include "core/clock.h"
+#include "core/status.h"
+#include "media/reader.h"
+#include "media/writer.h"
+#include "privacy/privacy_stage.h"
+
+namespace veil {
+
+struct JobConfig {
+  std::string input, output;
+  PrivacyConfig privacy;
+  EncoderOptions encoder;
+  ReaderOptions reader;
+  int64_t max_frames = 0;  // 0 = all
+};
+
+struct JobSummary {
+  StageStats decode, preprocess, detect, track, mosaic, encode;
+  double cpu_ms = 0, wall_ms = 0;
+  int64_t frames = 0;
+  PrivacyCounters privacy;
+  int audio_copied = 0, audio_skipped = 0, audio_packets = 0;
+  int every_final = 0;
+  VideoInfo video;
+  std::string codec_out;
+  int64_t bytes_out = 0;
+  Status input_status;   // not OK when the input was damaged (output still valid)
+  double cpu_per_frame() const { return frames ? cpu_ms / frames : 0; }
+};
+
+using ProgressFn = std::function<void(int64_t done, int64_t total, double elapsed_ms)>;
+
+// Runs the whole job. The output file is finished and valid even when the
+// input turns out to be damaged part-way (summary.input_status says so).
+// Returns an error only when no output could be produced at all.
+Result<JobSummary> RunOfflineJob(const JobConfig& cfg, Detector* detector, const ProgressFn& progress = {});
+
+}  // namespace veil

@@ -1,0 +1,138 @@
+#include "privacy/privacy_stage.h"
+
+#include <cmath>
+#include <cstdlib>
+
+#include "core/clock.h"
+
+namespace veil {
+
+Result<Mode> ParseMode(const std::string& s) {
+  if (s == "anonymize") return Mode::kAnonymize;
+  if (s == "bypass") return Mode::kBypass;
+  if (s == "full_blur") return Mode::kFullBlur;
+  return Status::Error("mode must be anonymize, bypass or full_blur, got '" + s + "'");
+}
+
+std::string ModeName(Mode m) {
+  switch (m) {
+    case Mode::kAnonymize: return "anonymize";
+    case Mode::kBypass: return "bypass";
+    case Mode::kFullBlur: return "full_blur";
+  }
+  return "?";
+}
+
+Status Validate(const PrivacyConfig& c) {
+  if (c.detect_box.width < 32 || c.detect_box.height < 32 || c.detect_box.width > 4096 ||
+      c.detect_box.height > 4096)
+    return Status::Error("detect size must be between 32x32 and 4096x4096");
+  if (c.detect_every < 0 || c.detect_every > 120) return Status::Error("detect_every must be in [0 (auto), 120]");
+  if (!(c.detect_budget_ms > 0 && c.detect_budget_ms < 1000)) return Status::Error("detect budget must be in (0, 1000) ms");
+  if (c.max_auto_every < 1 || c.max_auto_every > 120) return Status::Error("max_auto_every must be in [1, 120]");
+  if (!(c.max_result_age_ms > 0 && c.max_result_age_ms <= 10000))
+    return Status::Error("max_result_age_ms must be in (0, 10000]");
+  if (!(c.fps > 0 && c.fps <= 1000)) return Status::Error("fps must be in (0, 1000]");
+  if (!(c.scene_cut_threshold > 0 && c.scene_cut_threshold < 255)) return Status::Error("scene_cut_threshold in (0, 255)");
+  const int every = c.detect_every == 0 ? c.max_auto_every : c.detect_every;
+  if ((every - 1) * 1000.0 / c.fps >= c.max_result_age_ms)
+    return Status::Error("detection every " + std::to_string(every) + " frames at " + std::to_string(c.fps) +
+                         " fps is older than max_result_age_ms between detections: every frame would fail closed");
+  if (Status s = Validate(c.mosaic); !s) return s;
+  return Validate(c.tracker);
+}
+
+PrivacyStage::PrivacyStage(const PrivacyConfig& c, Detector* d)
+    : cfg_(c), det_(d), tracker_(c.tracker), every_(c.detect_every > 0 ? c.detect_every : 1) {}
+
+bool PrivacyStage::SceneCut(const Frame& f) {
+  std::array<uint8_t, kThumbW * kThumbH> t;
+  LumaThumbnail(f, t.data());
+  bool cut = false;
+  if (have_thumb_) {
+    int sum = 0;
+    for (size_t i = 0; i < t.size(); ++i) sum += std::abs(int(t[i]) - int(thumb_[i]));
+    cut = double(sum) / t.size() > cfg_.scene_cut_threshold;
+  }
+  thumb_ = t;
+  have_thumb_ = true;
+  return cut;
+}
+
+FrameReport PrivacyStage::Process(Frame& f) {
+  FrameReport r;
+  ++counters_.frames;
+  const Rect whole{0, 0, f.width, f.height};
+  if (cfg_.mode == Mode::kBypass) return r;
+  if (cfg_.mode == Mode::kFullBlur) {
+    double t0 = NowMs();
+    MosaicFullFrame(f, cfg_.mosaic.full_frame_cell);
+    r.ms_mosaic = NowMs() - t0;
+    r.rects.push_back(whole);
+    return r;
+  }
+
+  double t0 = NowMs();
+  tracker_.Predict();
+  r.ms_track = NowMs() - t0;
+  ++frames_since_detect_;
+  r.scene_cut = cfg_.scene_cut && SceneCut(f);
+  if (r.scene_cut) ++counters_.scene_cuts;
+  const bool due = last_result_frame_ < 0 || frames_since_detect_ >= every_ || r.scene_cut;
+  bool failed = false;
+  if (due) {
+    frames_since_detect_ = 0;
+    r.detected = true;
+    ++counters_.detections_run;
+    if (!det_) {
+      failed = true;
+    } else {
+      t0 = NowMs();
+      DownscaleToBgr(f, FitSize(f.width, f.height, cfg_.detect_box), small_);
+      const double t1 = NowMs();
+      r.ms_preprocess = t1 - t0;
+      auto res = det_->Detect({small_}, cfg_.tracker.low_score);
+      const double t2 = NowMs();
+      r.ms_detect = t2 - t1;
+      if (!res || res->size() != 1) {
+        failed = true;
+      } else {
+        const float sx = float(f.width) / small_.cols, sy = float(f.height) / small_.rows;
+        Detections full;
+        full.reserve(res->front().size());
+        for (const auto& d : res->front()) full.push_back({d.box.Scaled(sx, sy), d.score});
+        tracker_.Update(full);
+        last_result_frame_ = f.index;
+        r.ms_track += NowMs() - t2;
+      }
+      const double cost = r.ms_preprocess + r.ms_detect;
+      detect_ms_ema_ = detect_ms_ema_ == 0 ? cost : 0.9 * detect_ms_ema_ + 0.1 * cost;
+      if (cfg_.detect_every == 0)
+        every_ = std::clamp(int(std::ceil(detect_ms_ema_ / cfg_.detect_budget_ms)), 1, cfg_.max_auto_every);
+    }
+    if (failed) {
+      ++counters_.detect_failures;
+      frames_since_detect_ = every_;  // retry on the next frame
+    }
+  }
+  const double age_ms = last_result_frame_ < 0 ? 1e18 : (f.index - last_result_frame_) * 1000.0 / cfg_.fps;
+  t0 = NowMs();
+  if (failed || age_ms > cfg_.max_result_age_ms) {
+    r.fail_closed = true;
+    ++counters_.fail_closed;
+    MosaicFullFrame(f, cfg_.mosaic.full_frame_cell);
+    r.rects.push_back(whole);
+  } else {
+    for (const Mask& m : tracker_.Masks(f.width, f.height)) {
+      const Rect rect = MosaicRectFor(m.box.Expanded(float(cfg_.mosaic.margin)), f.width, f.height);
+      if (rect.empty()) continue;
+      MosaicRect(f, rect, CellSizeFor(m.face_w, cfg_.mosaic));
+      r.rects.push_back(rect);
+    }
+    r.masks = int(r.rects.size());
+  }
+  r.ms_mosaic = NowMs() - t0;
+  return r;
+}
+
+}  // namespace veil

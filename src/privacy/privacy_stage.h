@@ -1,0 +1,84 @@
+// The privacy stage: decides per frame what gets pixelated.
+//   anonymize: detect on a small copy every N frames (or at scene cuts),
+//              track between detections, mosaic every track's mask;
+//   bypass:    nothing is touched;
+//   full_blur: the whole frame is pixelated.
+// Fail-closed: a frame whose detection result is missing, failed or older
+// than max_result_age_ms leaves as a whole-frame mosaic, and is counted.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <opencv2/core.hpp>
+
+#include "core/frame.h"
+#include "core/status.h"
+#include "vision/detector.h"
+#include "vision/mosaic.h"
+#include "vision/preprocess.h"
+#include "vision/tracker.h"
+
+namespace veil {
+
+enum class Mode { kAnonymize, kBypass, kFullBlur };
+Result<Mode> ParseMode(const std::string& s);
+std::string ModeName(Mode m);
+
+struct PrivacyConfig {
+  Mode mode = Mode::kAnonymize;
+  cv::Size detect_box{640, 360};   // detection copy fits in this box, aspect preserved
+  int detect_every = 3;            // run detection every N frames; 0 = auto (by detect_budget_ms)
+  double detect_budget_ms = 5.0;   // auto cadence: detection cost per frame to aim for
+  int max_auto_every = 6;
+  double max_result_age_ms = 200;  // older detection result -> fail-closed frame
+  double fps = 30;                 // to convert frame ages to time
+  bool scene_cut = true;           // a scene cut forces detection on that frame
+  double scene_cut_threshold = 28; // mean abs luma difference of 32x18 thumbnails
+  MosaicParams mosaic;
+  TrackerParams tracker;
+};
+
+Status Validate(const PrivacyConfig& c);
+
+struct FrameReport {
+  bool detected = false;      // detection ran on this frame
+  bool fail_closed = false;   // whole frame pixelated for lack of a fresh result
+  bool scene_cut = false;
+  int masks = 0;
+  std::vector<Rect> rects;    // pixelated rectangles (whole frame when fail-closed/full_blur)
+  double ms_preprocess = 0, ms_detect = 0, ms_track = 0, ms_mosaic = 0;
+};
+
+struct PrivacyCounters {
+  int64_t frames = 0, detections_run = 0, detect_failures = 0, fail_closed = 0, scene_cuts = 0;
+};
+
+class PrivacyStage {
+ public:
+  // `detector` may be null only when the mode never needs it (it is then
+  // fail-closed if switched to anonymize). Not owned.
+  PrivacyStage(const PrivacyConfig& c, Detector* detector);
+  FrameReport Process(Frame& f);
+  void set_mode(Mode m) { cfg_.mode = m; }
+  Mode mode() const { return cfg_.mode; }
+  const PrivacyCounters& counters() const { return counters_; }
+  int current_every() const { return every_; }
+
+ private:
+  bool SceneCut(const Frame& f);
+  PrivacyConfig cfg_;
+  Detector* det_;
+  Tracker tracker_;
+  PrivacyCounters counters_;
+  cv::Mat small_;
+  int64_t last_result_frame_ = -1;  // frame index of the last successful detection
+  int64_t frames_since_detect_ = 0;
+  int every_ = 1;
+  double detect_ms_ema_ = 0;
+  bool have_thumb_ = false;
+  std::array<uint8_t, kThumbW * kThumbH> thumb_{};
+};
+
+}  // namespace veil

@@ -1,0 +1,46 @@
+#include "vision/detector.h"
+
+#include <opencv2/core/utility.hpp>
+#include <opencv2/dnn.hpp>
+
+#include "vision/model_registry.h"
+#include "vision/ultraface.h"
+#include "vision/yunet.h"
+
+namespace veil {
+
+Status Validate(const DetectorConfig& c) {
+  if (c.family != "yunet" && c.family != "ultraface")
+    return Status::Error("detector must be 'yunet' or 'ultraface', got '" + c.family + "'");
+  if (!(c.nms_iou > 0.f && c.nms_iou < 1.f)) return Status::Error("nms_iou must be in (0, 1)");
+  if (c.threads < 1 || c.threads > 256) return Status::Error("detector threads must be in [1, 256]");
+  if (!c.model_sha256.empty() &&
+      (c.model_sha256.size() != 64 || c.model_sha256.find_first_not_of("0123456789abcdef") != std::string::npos))
+    return Status::Error("model sha256 must be 64 lowercase hex digits");
+  return Status::Ok();
+}
+
+Result<std::unique_ptr<Detector>> LoadDetector(const DetectorConfig& c, std::string* source) {
+  if (Status s = Validate(c); !s) return s;
+  auto model = ResolveModel(c.family, c.model_path, c.model_sha256);
+  if (!model) return model.status();
+  if (source) *source = model->source + (model->path.empty() ? "" : " " + model->path);
+  cv::setNumThreads(c.threads);
+  cv::dnn::Net net;
+  try {
+    net = cv::dnn::readNetFromONNX(reinterpret_cast<const char*>(model->bytes.data()), model->bytes.size());
+    net.setPreferableBackend(cv::dnn::DNN_BACKEND_OPENCV);
+    net.setPreferableTarget(cv::dnn::DNN_TARGET_CPU);
+  } catch (const cv::Exception& e) {
+    return Status::Error("cannot load " + c.family + " model (" + model->source + "): " + e.what());
+  }
+  if (net.empty()) return Status::Error("cannot load " + c.family + " model: empty network");
+  if (c.family == "yunet") return std::unique_ptr<Detector>(new YuNetDetector(std::move(net), c.nms_iou));
+  const cv::Size in(model->spec.input_w, model->spec.input_h);
+  if (in.width == 0)
+    return Status::Error("ultraface: unknown input geometry for a custom model file; "
+                         "only RFB-320 and RFB-640 are supported");
+  return std::unique_ptr<Detector>(new UltraFaceDetector(std::move(net), in, c.nms_iou));
+}
+
+}  // namespace veil

@@ -1,0 +1,41 @@
+// Face detector interface: batch-capable, CPU via OpenCV DNN.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <opencv2/core.hpp>
+
+#include "core/status.h"
+#include "vision/box.h"
+
+namespace veil {
+
+class Detector {
+ public:
+  virtual ~Detector() = default;
+  virtual std::string name() const = 0;
+  // Detects faces in every BGR image (CV_8UC3; all images the same size) in
+  // one call. Boxes come back in each image's pixel coordinates, after NMS,
+  // with score >= score_threshold.
+  virtual Result<std::vector<Detections>> Detect(const std::vector<cv::Mat>& images,
+                                                 float score_threshold) = 0;
+  // Whether N images cost one forward pass (true) or N (false).
+  virtual bool native_batch() const = 0;
+};
+
+struct DetectorConfig {
+  std::string family = "yunet";  // yunet | ultraface
+  std::string model_path;        // explicit file; empty = resolve by name
+  std::string model_sha256;      // expected sha256 for a custom model file; empty = known models only
+  float nms_iou = 0.3f;
+  int threads = 1;               // OpenCV DNN threads (process-wide setting)
+};
+
+Status Validate(const DetectorConfig& c);
+
+// Resolves, verifies (sha256) and loads the model. Model load failure is an
+// error, never a silent fallback. `source` receives where the model came from.
+Result<std::unique_ptr<Detector>> LoadDetector(const DetectorConfig& c, std::string* source = nullptr);
+
+}  // namespace veil

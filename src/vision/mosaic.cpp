@@ -1,0 +1,88 @@
+#include "vision/mosaic.h"
+
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+namespace veil {
+
+Status Validate(const MosaicParams& p) {
+  if (!(p.cells_across >= 2.0 && p.cells_across <= 64.0))
+    return Status::Error("mosaic cells_across must be in [2, 64], got " + std::to_string(p.cells_across));
+  if (p.min_cell < 4 || p.min_cell > 256)
+    return Status::Error("mosaic min_cell must be in [4, 256] px, got " + std::to_string(p.min_cell));
+  if (!(p.margin >= 0.0 && p.margin <= 2.0))
+    return Status::Error("mosaic margin must be in [0, 2], got " + std::to_string(p.margin));
+  if (p.full_frame_cell < 8 || p.full_frame_cell > 512)
+    return Status::Error("mosaic full_frame_cell must be in [8, 512] px, got " +
+                         std::to_string(p.full_frame_cell));
+  if (p.fixed_cell != 0 && (p.fixed_cell < 4 || p.fixed_cell > 256))
+    return Status::Error("mosaic fixed cell must be 0 (adaptive) or in [4, 256] px, got " +
+                         std::to_string(p.fixed_cell));
+  return Status::Ok();
+}
+
+Rect MosaicRectFor(const Box& b, int fw, int fh) {
+  auto even_down = [](float v) { return static_cast<int>(std::floor(v / 2.f)) * 2; };
+  auto even_up = [](float v) { return static_cast<int>(std::ceil(v / 2.f)) * 2; };
+  Rect r{even_down(b.x), even_down(b.y), even_up(b.x2()), even_up(b.y2())};
+  r.x0 = std::clamp(r.x0, 0, fw);
+  r.y0 = std::clamp(r.y0, 0, fh);
+  r.x1 = std::clamp(r.x1, 0, fw);
+  r.y1 = std::clamp(r.y1, 0, fh);
+  return r;
+}
+
+int CellSizeFor(float face_width, const MosaicParams& p) {
+  if (p.fixed_cell > 0) return (p.fixed_cell + 1) / 2 * 2;
+  const int c = static_cast<int>(std::lround(face_width / p.cells_across / 2.0)) * 2;
+  const int min_even = (p.min_cell + 1) / 2 * 2;
+  return std::max(c, min_even);
+}
+
+namespace {
+// Pixelates [x0,x1)x[y0,y1) of one plane with square cells of `cell` px.
+void MosaicPlane(const Plane& pl, int x0, int y0, int x1, int y1, int cell) {
+  x0 = std::max(x0, 0);
+  y0 = std::max(y0, 0);
+  x1 = std::min(x1, pl.width);
+  y1 = std::min(y1, pl.height);
+  if (x1 <= x0 || y1 <= y0 || cell < 1) return;
+  const int ncols = (x1 - x0 + cell - 1) / cell;
+  // Per-band column sums; sized for the widest band, kept per thread to avoid churn.
+  thread_local std::vector<uint32_t> sums;
+  sums.assign(static_cast<size_t>(ncols), 0);
+  for (int by = y0; by < y1; by += cell) {
+    const int ey = std::min(by + cell, y1);
+    std::fill(sums.begin(), sums.end(), 0u);
+    for (int y = by; y < ey; ++y) {
+      const uint8_t* row = pl.row(y);
+      for (int c = 0; c < ncols; ++c) {
+        const int sx = x0 + c * cell, ex = std::min(sx + cell, x1);
+        uint32_t s = 0;
+        for (int x = sx; x < ex; ++x) s += row[x];
+        sums[c] += s;
+      }
+    }
+    for (int c = 0; c < ncols; ++c) {
+      const int sx = x0 + c * cell, ex = std::min(sx + cell, x1);
+      const uint32_t n = static_cast<uint32_t>((ex - sx) * (ey - by));
+      const uint8_t mean = static_cast<uint8_t>((sums[c] + n / 2) / n);
+      for (int y = by; y < ey; ++y) std::fill(pl.row(y) + sx, pl.row(y) + ex, mean);
+    }
+  }
+}
+}  // namespace
+
+void MosaicRect(Frame& f, const Rect& r, int cell) {
+  if (r.empty() || cell < 2) return;
+  MosaicPlane(f.y, r.x0, r.y0, r.x1, r.y1, cell);
+  const int cc = std::max(1, cell / 2);
+  const int cx0 = r.x0 / 2, cy0 = r.y0 / 2, cx1 = (r.x1 + 1) / 2, cy1 = (r.y1 + 1) / 2;
+  MosaicPlane(f.u, cx0, cy0, cx1, cy1, cc);
+  MosaicPlane(f.v, cx0, cy0, cx1, cy1, cc);
+}
+
+void MosaicFullFrame(Frame& f, int cell) { MosaicRect(f, Rect{0, 0, f.width, f.height}, cell); }
+
+}  // namespace veil

@@ -1,0 +1,162 @@
+#include "vision/tracker.h"
+
+#include <cmath>
+
+#include "vision/assignment.h"
+
+namespace veil {
+namespace {
+// Noise model after ByteTrack/DeepSORT: standard deviations proportional to
+// the box size, so a big (near) face may move more pixels per frame.
+constexpr float kStdPos = 1.f / 20.f;
+constexpr float kStdVel = 1.f / 160.f;
+constexpr float kMinSize = 2.f;
+}  // namespace
+
+Status Validate(const TrackerParams& p) {
+  if (!(p.low_score > 0.f && p.low_score <= p.high_score && p.high_score < 1.f))
+    return Status::Error("tracker scores need 0 < low_score <= high_score < 1");
+  if (!(p.match_iou > 0.f && p.match_iou < 1.f && p.low_match_iou > 0.f && p.low_match_iou < 1.f))
+    return Status::Error("tracker IoU gates must be in (0, 1)");
+  if (p.max_coast_frames < 0 || p.max_coast_frames > 600 || p.tentative_frames < 0 ||
+      p.tentative_frames > p.max_coast_frames)
+    return Status::Error("tracker needs 0 <= tentative_frames <= max_coast_frames <= 600");
+  if (p.confirm_hits < 1 || p.confirm_hits > 100) return Status::Error("tracker confirm_hits in [1, 100]");
+  if (!(p.sigma_k >= 0.f && p.sigma_k <= 10.f) || !(p.max_growth >= 0.f && p.max_growth <= 5.f))
+    return Status::Error("tracker sigma_k in [0, 10] and max_growth in [0, 5]");
+  return Status::Ok();
+}
+
+void Kalman1D::Init(float pos, float std_pos, float std_vel) {
+  x = pos;
+  v = 0;
+  p00 = std_pos * std_pos;
+  p01 = 0;
+  p11 = std_vel * std_vel;
+}
+
+void Kalman1D::Predict(float q_pos, float q_vel) {
+  // F = [1 1; 0 1]: P = F P F^T + Q
+  x += v;
+  const float n00 = p00 + 2 * p01 + p11 + q_pos;
+  const float n01 = p01 + p11;
+  const float n11 = p11 + q_vel;
+  p00 = n00;
+  p01 = n01;
+  p11 = n11;
+}
+
+void Kalman1D::Update(float z, float r) {
+  // H = [1 0]
+  const float s = p00 + r;
+  const float k0 = p00 / s, k1 = p01 / s;
+  const float y = z - x;
+  x += k0 * y;
+  v += k1 * y;
+  const float n00 = (1 - k0) * p00;
+  const float n01 = (1 - k0) * p01;
+  const float n11 = p11 - k1 * p01;
+  p00 = n00;
+  p01 = n01;
+  p11 = n11;
+}
+
+Track Tracker::Birth(const Detection& d, bool confirmed) {
+  Track t;
+  t.id = next_id_++;
+  const float w = std::max(d.box.w, kMinSize), h = std::max(d.box.h, kMinSize);
+  t.cx.Init(d.box.cx(), 2 * kStdPos * w, 10 * kStdVel * w);
+  t.cy.Init(d.box.cy(), 2 * kStdPos * h, 10 * kStdVel * h);
+  t.w.Init(w, 2 * kStdPos * w, 10 * kStdVel * w);
+  t.h.Init(h, 2 * kStdPos * h, 10 * kStdVel * h);
+  t.score = d.score;
+  t.hits = 1;
+  t.confirmed = confirmed;
+  return t;
+}
+
+void Tracker::Correct(Track& t, const Detection& d) {
+  const float w = std::max(d.box.w, kMinSize), h = std::max(d.box.h, kMinSize);
+  const float rw = (kStdPos * w) * (kStdPos * w), rh = (kStdPos * h) * (kStdPos * h);
+  t.cx.Update(d.box.cx(), rw);
+  t.cy.Update(d.box.cy(), rh);
+  t.w.Update(w, rw);
+  t.h.Update(h, rh);
+  t.score = d.score;
+  t.frames_since_update = 0;
+  if (++t.hits >= p_.confirm_hits) t.confirmed = true;
+}
+
+void Tracker::Predict() {
+  for (auto& t : tracks_) {
+    const float w = std::max(t.w.x, kMinSize), h = std::max(t.h.x, kMinSize);
+    const float qpw = (kStdPos * w) * (kStdPos * w), qvw = (kStdVel * w) * (kStdVel * w);
+    const float qph = (kStdPos * h) * (kStdPos * h), qvh = (kStdVel * h) * (kStdVel * h);
+    t.cx.Predict(qpw, qvw);
+    t.cy.Predict(qph, qvh);
+    t.w.Predict(qpw, qvw);
+    t.h.Predict(qph, qvh);
+    // A shrinking size must not go negative while coasting.
+    t.w.x = std::max(t.w.x, kMinSize);
+    t.h.x = std::max(t.h.x, kMinSize);
+    ++t.frames_since_update;
+  }
+  std::erase_if(tracks_, [&](const Track& t) {
+    return t.frames_since_update > (t.confirmed ? p_.max_coast_frames : p_.tentative_frames);
+  });
+}
+
+void Tracker::Update(const Detections& dets) {
+  std::vector<int> high, low;
+  for (int i = 0; i < int(dets.size()); ++i) {
+    if (dets[i].score >= p_.high_score) high.push_back(i);
+    else if (dets[i].score >= p_.low_score) low.push_back(i);
+  }
+  std::vector<char> track_used(tracks_.size(), 0);
+  // Match detections `idx` to the still-unmatched tracks; returns unmatched detections.
+  auto match = [&](const std::vector<int>& idx, float gate) {
+    std::vector<int> free_tracks;
+    for (int t = 0; t < int(tracks_.size()); ++t)
+      if (!track_used[t]) free_tracks.push_back(t);
+    std::vector<double> cost(free_tracks.size() * idx.size());
+    for (size_t r = 0; r < free_tracks.size(); ++r) {
+      const Box pb = tracks_[free_tracks[r]].box();
+      for (size_t c = 0; c < idx.size(); ++c) cost[r * idx.size() + c] = 1.0 - IoU(pb, dets[idx[c]].box);
+    }
+    std::vector<char> det_used(idx.size(), 0);
+    for (auto [r, c] : LinearAssignment(cost, int(free_tracks.size()), int(idx.size()), 1.0 - gate)) {
+      Correct(tracks_[free_tracks[r]], dets[idx[c]]);
+      track_used[free_tracks[r]] = 1;
+      det_used[c] = 1;
+    }
+    std::vector<int> rest;
+    for (size_t c = 0; c < idx.size(); ++c)
+      if (!det_used[c]) rest.push_back(idx[c]);
+    return rest;
+  };
+  const std::vector<int> new_high = match(high, p_.match_iou);
+  const std::vector<int> new_low = match(low, p_.low_match_iou);
+  for (int i : new_high) tracks_.push_back(Birth(dets[i], /*confirmed=*/true));
+  // Unmatched low-score detections still get masked (a false mosaic is cheap,
+  // a missed face is not) but die quickly unless a later detection confirms them.
+  for (int i : new_low) tracks_.push_back(Birth(dets[i], /*confirmed=*/p_.confirm_hits <= 1));
+}
+
+std::vector<Mask> Tracker::Masks(int frame_w, int frame_h) const {
+  std::vector<Mask> out;
+  out.reserve(tracks_.size());
+  for (const auto& t : tracks_) {
+    const Box b = t.box();
+    // Grow by sigma_k standard deviations of centre and half-size.
+    float gx = p_.sigma_k * (std::sqrt(t.cx.p00) + 0.5f * std::sqrt(t.w.p00));
+    float gy = p_.sigma_k * (std::sqrt(t.cy.p00) + 0.5f * std::sqrt(t.h.p00));
+    gx = std::min(gx, p_.max_growth * b.w);
+    gy = std::min(gy, p_.max_growth * b.h);
+    const Box m{b.x - gx, b.y - gy, b.w + 2 * gx, b.h + 2 * gy};
+    if (m.x2() <= 0 || m.y2() <= 0 || m.x >= frame_w || m.y >= frame_h) continue;
+    out.push_back({m, b.w, t.id});
+  }
+  return out;
+}
+
+}  // namespace veil

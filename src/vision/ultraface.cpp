@@ -1,0 +1,64 @@
+#include "vision/ultraface.h"
+
+namespace veil {
+
+cv::Mat UltraFaceBlob(const std::vector<cv::Mat>& images, cv::Size input) {
+  return cv::dnn::blobFromImages(images, 1.0 / 128.0, input, cv::Scalar(127, 127, 127),
+                                 /*swapRB=*/true, /*crop=*/false);
+}
+
+Detections UltraFaceDecode(const cv::Mat& scores, const cv::Mat& boxes, int b, cv::Size image,
+                           float score_threshold, float nms_iou) {
+  const int anchors = scores.size[1];
+  const float* sc = scores.ptr<float>() + static_cast<size_t>(b) * anchors * 2;
+  const float* bx = boxes.ptr<float>() + static_cast<size_t>(b) * anchors * 4;
+  Detections dets;
+  const float W = float(image.width), H = float(image.height);
+  for (int i = 0; i < anchors; ++i) {
+    const float s = sc[i * 2 + 1];
+    if (s < score_threshold) continue;
+    const float x0 = std::clamp(bx[i * 4 + 0], 0.f, 1.f) * W, y0 = std::clamp(bx[i * 4 + 1], 0.f, 1.f) * H;
+    const float x1 = std::clamp(bx[i * 4 + 2], 0.f, 1.f) * W, y1 = std::clamp(bx[i * 4 + 3], 0.f, 1.f) * H;
+    if (x1 - x0 < 1 || y1 - y0 < 1) continue;
+    dets.push_back({{x0, y0, x1 - x0, y1 - y0}, s});
+  }
+  return Nms(std::move(dets), nms_iou);
+}
+
+Result<std::vector<Detections>> UltraFaceDetector::Run(const std::vector<cv::Mat>& images, float score) {
+  std::vector<cv::Mat> outs;
+  try {
+    net_.setInput(UltraFaceBlob(images, input_));
+    net_.forward(outs, std::vector<std::string>{"scores", "boxes"});
+  } catch (const cv::Exception& e) {
+    return Status::Error(std::string("ultraface forward failed: ") + e.what());
+  }
+  if (outs.size() != 2 || outs[0].dims != 3 || outs[0].size[0] != int(images.size()) ||
+      outs[0].size[2] != 2 || outs[1].dims != 3 || outs[1].size[2] != 4)
+    return Status::Error("ultraface: unexpected output shape");
+  std::vector<Detections> res;
+  for (size_t b = 0; b < images.size(); ++b)
+    res.push_back(UltraFaceDecode(outs[0], outs[1], int(b), images[b].size(), score, nms_));
+  return res;
+}
+
+Result<std::vector<Detections>> UltraFaceDetector::Detect(const std::vector<cv::Mat>& images,
+                                                          float score_threshold) {
+  if (images.empty()) return std::vector<Detections>{};
+  for (const auto& im : images)
+    if (im.type() != CV_8UC3 || im.empty()) return Status::Error("ultraface: images must be non-empty BGR");
+  if (images.size() > 1 && batch_ok_) {
+    auto r = Run(images, score_threshold);
+    if (r) return r;
+    batch_ok_ = false;
+  }
+  std::vector<Detections> all;
+  for (const auto& im : images) {
+    auto r = Run({im}, score_threshold);
+    if (!r) return r.status();
+    all.push_back(std::move(r->front()));
+  }
+  return all;
+}
+
+}  // namespace veil

@@ -1,0 +1,106 @@
+#include "vision/yunet.h"
+
+#include <cmath>
+
+namespace veil {
+namespace {
+const std::vector<std::string>& OutputNames() {
+  static const std::vector<std::string> n = {"cls_8",  "cls_16",  "cls_32",  "obj_8",
+                                             "obj_16", "obj_32",  "bbox_8",  "bbox_16",
+                                             "bbox_32", "kps_8",  "kps_16",  "kps_32"};
+  return n;
+}
+constexpr int kStrides[3] = {8, 16, 32};
+}  // namespace
+
+cv::Size YuNetPaddedSize(cv::Size s) { return {(s.width + 31) / 32 * 32, (s.height + 31) / 32 * 32}; }
+
+cv::Mat YuNetBlob(const std::vector<cv::Mat>& images, cv::Size padded) {
+  std::vector<cv::Mat> in;
+  in.reserve(images.size());
+  for (const auto& im : images) {
+    if (im.size() == padded) {
+      in.push_back(im);
+    } else {
+      cv::Mat p;
+      cv::copyMakeBorder(im, p, 0, padded.height - im.rows, 0, padded.width - im.cols,
+                         cv::BORDER_CONSTANT, cv::Scalar::all(0));
+      in.push_back(p);
+    }
+  }
+  return cv::dnn::blobFromImages(in, 1.0, cv::Size(), cv::Scalar(), /*swapRB=*/false, /*crop=*/false);
+}
+
+Detections YuNetDecode(const std::vector<cv::Mat>& outs, int b, cv::Size padded, cv::Size image,
+                       float score_threshold, float nms_iou) {
+  Detections dets;
+  for (int i = 0; i < 3; ++i) {
+    const int s = kStrides[i];
+    const int cols = padded.width / s, rows = padded.height / s;
+    const size_t n = static_cast<size_t>(cols) * rows;
+    const float* cls = outs[i].ptr<float>() + b * n;
+    const float* obj = outs[3 + i].ptr<float>() + b * n;
+    const float* bbox = outs[6 + i].ptr<float>() + b * n * 4;
+    for (int r = 0; r < rows; ++r) {
+      for (int c = 0; c < cols; ++c) {
+        const size_t idx = static_cast<size_t>(r) * cols + c;
+        const float cs = std::clamp(cls[idx], 0.f, 1.f), os = std::clamp(obj[idx], 0.f, 1.f);
+        const float score = std::sqrt(cs * os);
+        if (score < score_threshold) continue;
+        const float* bb = bbox + idx * 4;
+        const float cx = (c + bb[0]) * s, cy = (r + bb[1]) * s;
+        const float w = std::exp(bb[2]) * s, h = std::exp(bb[3]) * s;
+        Box box{cx - w / 2, cy - h / 2, w, h};
+        // Clip to the real image (padding is not part of it).
+        const float x0 = std::clamp(box.x, 0.f, float(image.width)), y0 = std::clamp(box.y, 0.f, float(image.height));
+        const float x1 = std::clamp(box.x2(), 0.f, float(image.width)), y1 = std::clamp(box.y2(), 0.f, float(image.height));
+        if (x1 - x0 < 1 || y1 - y0 < 1) continue;
+        dets.push_back({{x0, y0, x1 - x0, y1 - y0}, score});
+      }
+    }
+  }
+  return Nms(std::move(dets), nms_iou);
+}
+
+Result<std::vector<Detections>> YuNetDetector::Run(const std::vector<cv::Mat>& images, float score) {
+  const cv::Size padded = YuNetPaddedSize(images[0].size());
+  cv::Mat blob = YuNetBlob(images, padded);
+  std::vector<cv::Mat> outs;
+  try {
+    net_.setInput(blob);
+    net_.forward(outs, OutputNames());
+  } catch (const cv::Exception& e) {
+    return Status::Error(std::string("yunet forward failed: ") + e.what());
+  }
+  if (outs.size() != 12) return Status::Error("yunet: unexpected output count");
+  const size_t n8 = static_cast<size_t>(padded.width / 8) * (padded.height / 8);
+  if (outs[0].total() != n8 * images.size())
+    return Status::Error("yunet: output shape does not match batch " + std::to_string(images.size()));
+  std::vector<Detections> res;
+  for (size_t b = 0; b < images.size(); ++b)
+    res.push_back(YuNetDecode(outs, int(b), padded, images[b].size(), score, nms_));
+  return res;
+}
+
+Result<std::vector<Detections>> YuNetDetector::Detect(const std::vector<cv::Mat>& images,
+                                                      float score_threshold) {
+  if (images.empty()) return std::vector<Detections>{};
+  for (const auto& im : images) {
+    if (im.type() != CV_8UC3 || im.size() != images[0].size() || im.empty())
+      return Status::Error("yunet: images must be non-empty BGR of one size");
+  }
+  if (images.size() > 1 && batch_ok_) {
+    auto r = Run(images, score_threshold);
+    if (r) return r;
+    batch_ok_ = false;  // the graph has a fixed batch of 1: fall back to one pass per image
+  }
+  std::vector<Detections> all;
+  for (const auto& im : images) {
+    auto r = Run({im}, score_threshold);
+    if (!r) return r.status();
+    all.push_back(std::move(r->front()));
+  }
+  return all;
+}
+
+}  // namespace veil

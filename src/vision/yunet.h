@@ -1,0 +1,34 @@
+// YuNet 2023mar (libfacedetection.train), decoded by hand: OpenCV 4.6's
+// FaceDetectorYN cannot read this model's 12 outputs.
+#pragma once
+#include <opencv2/dnn.hpp>
+
+#include "vision/detector.h"
+
+namespace veil {
+
+// Inputs are padded (right/bottom, zeros) to a multiple of 32.
+cv::Size YuNetPaddedSize(cv::Size s);
+// NCHW float blob, BGR 0..255, of the images padded to `padded`.
+cv::Mat YuNetBlob(const std::vector<cv::Mat>& images, cv::Size padded);
+// Decodes one batch item from the 12 outputs ordered cls_{8,16,32},
+// obj_{8,16,32}, bbox_{8,16,32}, kps_{8,16,32}. Boxes are clipped to `image`.
+Detections YuNetDecode(const std::vector<cv::Mat>& outs, int batch_index, cv::Size padded,
+                       cv::Size image, float score_threshold, float nms_iou);
+
+class YuNetDetector : public Detector {
+ public:
+  explicit YuNetDetector(cv::dnn::Net net, float nms_iou) : net_(std::move(net)), nms_(nms_iou) {}
+  std::string name() const override { return "yunet"; }
+  Result<std::vector<Detections>> Detect(const std::vector<cv::Mat>& images,
+                                         float score_threshold) override;
+  bool native_batch() const override { return batch_ok_; }
+
+ private:
+  Result<std::vector<Detections>> Run(const std::vector<cv::Mat>& images, float score);
+  cv::dnn::Net net_;
+  float nms_;
+  bool batch_ok_ = true;  // cleared if the graph rejects N > 1; then images run one by one
+};
+
+}  // namespace veil
