@@ -27,15 +27,15 @@ nlohmann::json MotionEvalResult::ToJson() const {
 
 Motion MotionAt(int k, int t, int frames, cv::Size photo, cv::Size canvas) {
   // Fit the photo in the canvas, then zoom in or out by up to 15% over the
-  // shot, and pan at ~1.2 px/frame with a small handheld wobble.
+  // shot, and pan at ~1.6 px/frame with a small handheld wobble.
   const double fit = std::min(double(canvas.width) / photo.width, double(canvas.height) / photo.height);
   const double u = frames > 1 ? double(t) / (frames - 1) : 0.0;
   const double zoom = (k % 2 == 0) ? 1.0 + 0.15 * u : 1.15 - 0.15 * u;
   const double s = fit * zoom;
   const double dir_x = (k % 4 < 2) ? 1.0 : -1.0, dir_y = (k % 3 == 0) ? 1.0 : -1.0;
   const double phase = k * 0.7;
-  const double px = dir_x * 1.2 * (t - frames / 2.0) + 3.0 * std::sin(2 * M_PI * t / 17.0 + phase);
-  const double py = dir_y * 0.6 * (t - frames / 2.0) + 2.0 * std::sin(2 * M_PI * t / 23.0 + 2 * phase);
+  const double px = dir_x * 1.6 * (t - frames / 2.0) + 3.0 * std::sin(2 * M_PI * t / 17.0 + phase);
+  const double py = dir_y * 0.8 * (t - frames / 2.0) + 2.0 * std::sin(2 * M_PI * t / 23.0 + 2 * phase);
   const double tx = (canvas.width - photo.width * s) / 2 + px;
   const double ty = (canvas.height - photo.height * s) / 2 + py;
   return {s, tx, ty};
@@ -49,6 +49,7 @@ double CoveredFraction(const Box& box, const std::vector<Rect>& rects) {
   std::vector<uint8_t> m(size_t(w) * h, 0);
   for (const Rect& r : rects) {
     const int ax = std::max(r.x0, x0), ay = std::max(r.y0, y0), bx = std::min(r.x1, x1), by = std::min(r.y1, y1);
+    if (ax >= bx || ay >= by) continue;
     for (int y = ay; y < by; ++y) std::fill(&m[size_t(y - y0) * w + (ax - x0)], &m[size_t(y - y0) * w + (bx - x0)], 1);
   }
   size_t n = 0;

@@ -23,7 +23,7 @@ class PassthroughPacket {
   explicit PassthroughPacket(AVPacket* p, int source_stream) : pkt_(p), stream_(source_stream) {}
   ~PassthroughPacket();
   PassthroughPacket(PassthroughPacket&&) noexcept;
-  PassthroughPacket& operator=(PassthroughPacket&&) = delete;
+  PassthroughPacket& operator=(PassthroughPacket&&) noexcept;
   PassthroughPacket(const PassthroughPacket&) = delete;
   AVPacket* get() const { return pkt_; }
   int source_stream() const { return stream_; }

@@ -71,7 +71,8 @@ Result<std::unique_ptr<MediaWriter>> MediaWriter::Open(const std::string& path, 
   int err = avformat_alloc_output_context2(&m.fmt, nullptr, nullptr, path.c_str());
   if (err < 0 || !m.fmt) return Status::Error("cannot create output " + path + ": " + AvError(err));
 
-  const char* enc_name = codec == "vp8" ? "libvpx" : codec == "h264" ? "libx264" : codec == "rawvideo" ? "rawvideo" : nullptr;
+  // Y4M carries raw frames as wrapped AVFrames in FFmpeg's muxer.
+  const char* enc_name = codec == "vp8" ? "libvpx" : codec == "h264" ? "libx264" : codec == "rawvideo" ? "wrapped_avframe" : nullptr;
   if (!enc_name) return Status::Error("unknown codec '" + codec + "' (vp8, h264 or rawvideo)");
   const AVCodec* c = avcodec_find_encoder_by_name(enc_name);
   if (!c) return Status::Error(std::string("encoder ") + enc_name + " is not available in this FFmpeg");

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Generates the test and demo media from the CC BY clips in $VEIL_ASSETS/video
+# (default ../shared/assets/video). Nothing generated here is committed.
+# Usage: scripts/make-test-media.sh OUT_DIR
+set -euo pipefail
+out=${1:?usage: make-test-media.sh OUT_DIR}
+here=$(cd "$(dirname "$0")/.." && pwd)
+assets=${VEIL_ASSETS:-$here/../shared/assets}
+video="$assets/video"
+if [ ! -f "$video/tears_of_steel_actors_640x360.mp4" ]; then
+  echo "make-test-media: assets not found: $video/tears_of_steel_actors_640x360.mp4" >&2
+  echo "make-test-media: set VEIL_ASSETS to the folder holding models/, faces/ and video/" >&2
+  exit 1
+fi
+mkdir -p "$out"
+ff() { ffmpeg -nostdin -hide_banner -loglevel error -y "$@"; }
+stamp="$out/.stamp-v2"
+if [ -f "$stamp" ]; then exit 0; fi
+
+tos="$video/tears_of_steel_actors_640x360.mp4"
+asl="$video/asl_gestures_book.mkv"
+# 720p30 VP8 IVF, 10 s: the main demo/bench input (faces 120-240 px after upscaling).
+ff -i "$tos" -vf "scale=1280:720:flags=bicubic,fps=30" -c:v libvpx -b:v 2500k -deadline realtime -cpu-used 8 \
+   -g 60 "$out/sample_720p30.ivf"
+# Short 720p30 VP8 in WebM with an Opus track (audio pass-through).
+ff -i "$tos" -f lavfi -i "sine=frequency=440:sample_rate=48000" -t 3 \
+   -vf "scale=1280:720,fps=30" -c:v libvpx -b:v 2000k -deadline realtime -cpu-used 8 \
+   -c:a libopus -b:a 64k -shortest "$out/sample_opus.webm"
+# H.264 + AAC in MP4 and H.264 in MKV (from the webcam clip).
+ff -i "$asl" -f lavfi -i "sine=frequency=660:sample_rate=48000" -t 3 -c:v libx264 -preset veryfast \
+   -pix_fmt yuv420p -c:a aac -b:a 96k -shortest "$out/sample_h264_aac.mp4"
+ff -i "$asl" -t 2 -c:v libx264 -preset veryfast -pix_fmt yuv420p "$out/sample_h264.mkv"
+# Y4M (raw), 1 s at 640x360.
+ff -i "$tos" -t 1 -pix_fmt yuv420p "$out/sample.y4m"
+# Damaged inputs: truncated, corrupted in the middle, random bytes, not video.
+size=$(stat -c %s "$out/sample_720p30.ivf")
+head -c $((size * 6 / 10)) "$out/sample_720p30.ivf" > "$out/truncated.ivf"
+cp "$out/sample_720p30.ivf" "$out/corrupt.ivf"
+dd if=/dev/urandom of="$out/corrupt.ivf" bs=1 seek=$((size / 2)) count=20000 conv=notrunc status=none
+head -c 200000 /dev/urandom > "$out/garbage.mp4"
+echo "this is not a video" > "$out/not_video.ivf"
+touch "$stamp"
+echo "make-test-media: wrote $(ls "$out" | wc -l) files to $out"

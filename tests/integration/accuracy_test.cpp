@@ -1,0 +1,31 @@
+// Detector accuracy on the annotated photos and privacy on the moving clip,
+// at the default live settings. Thresholds are the values measured when the
+// defaults were chosen, plus a small tolerance: a regression fails here.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "test_util.h"
+
+namespace veil {
+namespace {
+
+TEST(Accuracy, YuNetPhotosAndMovingClipAtDefaults) {
+  auto r = test::RunVeil("eval --json");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  auto j = nlohmann::json::parse(r.out.substr(r.out.find('{')));
+  const auto& p = j["photos"];
+  // Reference (assets README, 640x640 letterbox, score 0.6): 0.866 and 0.889.
+  EXPECT_GE(p["recall_ge40"].get<double>(), 0.85);
+  EXPECT_GE(p["precision"].get<double>(), 0.85);
+  EXPECT_GE(p["recall_ge20"].get<double>(), 0.79);
+  const auto& m = j["motion"];
+  EXPECT_GT(m["face_frames_ge40"].get<int>(), 9000);
+  // Measured at the defaults (see README "Privacy figures"), plus tolerance.
+  EXPECT_LE(m["leak_rate_all"].get<double>(), VEIL_LEAK_ALL_MAX) << m.dump(2);
+  EXPECT_LE(m["leak_rate_clear"].get<double>(), VEIL_LEAK_CLEAR_MAX) << m.dump(2);
+  EXPECT_LE(m["flicker_all"].get<int>(), VEIL_FLICKER_MAX) << m.dump(2);
+  EXPECT_EQ(m["fail_closed_frames"].get<int>(), 0);
+}
+
+}  // namespace
+}  // namespace veil

@@ -1,0 +1,208 @@
+// Black-box tests of the veil binary on generated media.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+
+#include <opencv2/imgproc.hpp>
+#include <variant>
+
+#include "media/reader.h"
+#include "test_util.h"
+#include "vision/detector.h"
+#include "vision/preprocess.h"
+
+namespace veil {
+namespace {
+using test::Media;
+using test::RunVeil;
+
+nlohmann::json JsonTail(const std::string& out) {
+  const auto p = out.find('{');
+  EXPECT_NE(p, std::string::npos) << out;
+  return nlohmann::json::parse(out.substr(p));
+}
+
+// How much of the source's fine detail survives in the output over a box:
+// normalized cross-correlation of the band-pass (difference of Gaussians)
+// luma of both. A re-encoded but untouched face keeps its eyes, nose and
+// mouth edges (high correlation); a mosaic replaces them with cell edges
+// that do not line up with them (correlation near zero).
+double DetailCorrelation(const Frame& a, const Frame& b, const Box& box) {
+  const int x0 = std::max(0, int(box.x)), y0 = std::max(0, int(box.y));
+  const int x1 = std::min(a.width, int(box.x2())), y1 = std::min(a.height, int(box.y2()));
+  if (x1 - x0 < 8 || y1 - y0 < 8) return 0;
+  const cv::Rect roi(x0, y0, x1 - x0, y1 - y0);
+  auto band = [&](const Frame& f) {
+    cv::Mat m, g1, g2;
+    cv::Mat(f.height, f.width, CV_8UC1, f.y.data, f.y.stride)(roi).convertTo(m, CV_32F);
+    const double s = std::max(1.0, roi.width / 64.0);  // scale with the face: features, not pixels
+    cv::GaussianBlur(m, g1, cv::Size(), s);
+    cv::GaussianBlur(m, g2, cv::Size(), 3 * s);
+    cv::Mat d = g1 - g2;
+    return cv::Mat(d - cv::mean(d)[0]);
+  };
+  const cv::Mat da = band(a), db = band(b);
+  const double num = da.dot(db), den = std::sqrt(da.dot(da) * db.dot(db));
+  return den > 0 ? num / den : 0;
+}
+
+struct FaceCheck {
+  int source_faces = 0;   // faces YuNet finds in the source frames
+  int kept_detail = 0;    // of those, how many keep their detail in the output
+  int frames_checked = 0;
+};
+
+// A face region whose output detail still correlates this well with the
+// source was not pixelated.
+constexpr double kLeakCorrelation = 0.75;  // measured: untouched >= 0.99, 8-cell mosaic <= 0.52
+
+// For every `step`-th frame: find faces in the source, then check the same
+// region of the output has lost the face's detail.
+FaceCheck CheckFacesPixelated(const std::string& src, const std::string& out, int step, float score) {
+  auto d = LoadDetector({});
+  auto a = MediaReader::Open(src), b = MediaReader::Open(out);
+  EXPECT_TRUE(d.ok() && a.ok() && b.ok());
+  FaceCheck c;
+  cv::Mat bgr;
+  for (;;) {
+    ReadItem ia = (*a)->Next(), ib = (*b)->Next();
+    while (std::holds_alternative<PassthroughPacket>(ia)) ia = (*a)->Next();
+    while (std::holds_alternative<PassthroughPacket>(ib)) ib = (*b)->Next();
+    auto* fa = std::get_if<FramePtr>(&ia);
+    auto* fb = std::get_if<FramePtr>(&ib);
+    if (!fa || !fb) break;
+    if ((*fa)->index % step) continue;
+    ++c.frames_checked;
+    const cv::Size small = FitSize((*fa)->width, (*fa)->height, {640, 360});
+    DownscaleToBgr(**fa, small, bgr);
+    auto res = (*d)->Detect({bgr}, score);
+    if (!res.ok()) continue;
+    const float sx = float((*fa)->width) / small.width;
+    for (const auto& det : res->front()) {
+      const Box box = det.box.Scaled(sx, sx);
+      ++c.source_faces;
+      const double corr = DetailCorrelation(**fa, **fb, box);
+      if (std::getenv("VEIL_TEST_VERBOSE"))
+        std::fprintf(stderr, "frame %lld face %.0f,%.0f %.0fx%.0f detail correlation %.3f\n",
+                     (long long)(*fa)->index, box.x, box.y, box.w, box.h, corr);
+      c.kept_detail += corr >= kLeakCorrelation;
+    }
+  }
+  return c;
+}
+
+TEST(Cli, AnonymizePixelatesEveryFaceTheSourceShows) {
+  const std::string out = test::TempPath("anon.webm");
+  auto r = RunVeil("anonymize " + Media("sample_720p30.ivf") + " -o " + out + " --json");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  auto j = JsonTail(r.out);
+  EXPECT_EQ(j["frames"], 300);
+  EXPECT_EQ(j["fail_closed_frames"], 0);
+  EXPECT_GT(j["detections_run"].get<int>(), 90);
+  for (const char* s : {"decode", "detect", "track", "mosaic", "encode"}) EXPECT_TRUE(j["stages"].contains(s));
+  const FaceCheck c = CheckFacesPixelated(Media("sample_720p30.ivf"), out, 3, 0.5f);
+  EXPECT_EQ(c.frames_checked, 100);
+  EXPECT_GE(c.source_faces, 60) << "the sample should show faces in most frames";
+  EXPECT_EQ(c.kept_detail, 0) << "faces not pixelated in the output";
+  std::filesystem::remove(out);
+}
+
+TEST(Cli, FullBlurAndBypassModes) {
+  const std::string out = test::TempPath("blur.ivf");
+  auto r = RunVeil("anonymize " + Media("sample_720p30.ivf") + " -o " + out + " --mode full_blur --max-frames 90");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  FaceCheck blur = CheckFacesPixelated(Media("sample_720p30.ivf"), out, 3, 0.5f);
+  EXPECT_GT(blur.source_faces, 10);
+  EXPECT_EQ(blur.kept_detail, 0);
+  r = RunVeil("anonymize " + Media("sample_720p30.ivf") + " -o " + out + " --mode bypass --max-frames 90");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  FaceCheck bypass = CheckFacesPixelated(Media("sample_720p30.ivf"), out, 3, 0.5f);
+  EXPECT_EQ(bypass.kept_detail, bypass.source_faces);  // the check itself can tell a face from a mosaic
+  std::filesystem::remove(out);
+}
+
+TEST(Cli, H264WithAudioToMp4) {
+  const std::string out = test::TempPath("h264.mp4");
+  auto r = RunVeil("anonymize " + Media("sample_h264_aac.mp4") + " -o " + out + " --json");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  auto j = JsonTail(r.out);
+  EXPECT_EQ(j["output"]["codec"], "h264");
+  EXPECT_EQ(j["audio"]["copied"], 1);
+  EXPECT_GT(j["audio"]["packets"].get<int>(), 50);
+  std::filesystem::remove(out);
+}
+
+TEST(Cli, DamagedInputWritesRecoveredFramesAndExitsNonZero) {
+  for (const char* name : {"truncated.ivf", "corrupt.ivf"}) {
+    const std::string out = test::TempPath(std::string(name) + ".ivf");
+    auto r = RunVeil("anonymize " + Media(name) + " -o " + out + " --mode full_blur");
+    EXPECT_EQ(r.rc, 3) << r.out;
+    EXPECT_NE(r.out.find("damaged"), std::string::npos) << r.out;
+    auto rd = MediaReader::Open(out);
+    ASSERT_TRUE(rd.ok()) << "output not readable: " << rd.error();
+    int frames = 0;
+    while (!std::holds_alternative<EndOfStream>((*rd)->Next())) ++frames;
+    EXPECT_GT(frames, 100);
+    std::filesystem::remove(out);
+  }
+}
+
+TEST(Cli, BadInputsAreClearErrors) {
+  const std::string out = test::TempPath("bad.ivf");
+  const std::string in = Media("sample_720p30.ivf");
+  struct Case {
+    std::string args, expect;
+    int rc;
+  };
+  const std::vector<Case> cases = {
+      {"anonymize " + Media("garbage.mp4") + " -o " + out, "cannot open", 1},
+      {"anonymize " + Media("not_video.ivf") + " -o " + out, "cannot open", 1},
+      {"anonymize /nonexistent.ivf -o " + out, "cannot open", 1},
+      {"anonymize " + in + " -o " + out + " --detect-size 0x0", "out of range", 2},
+      {"anonymize " + in + " -o " + out + " --detect-size big", "WxH", 2},
+      {"anonymize " + in + " -o " + out + " --cell 0", "degenerate", 2},
+      {"anonymize " + in + " -o " + out + " --min-cell 1", "min_cell", 2},
+      {"anonymize " + in + " -o " + out + " --detect-every -3", "detect-every", 2},
+      {"anonymize " + in + " -o " + out + " --detect-every 60", "fail closed", 2},
+      {"anonymize " + in + " -o " + out + " --margin 50", "margin", 2},
+      {"anonymize " + in + " -o " + out + " --score 0.2 --low-score 0.5", "low_score", 2},
+      {"anonymize " + in + " -o " + out + " --model /nonexistent.onnx", "not found", 2},
+      {"anonymize " + in + " -o " + out + " --model " + Media("sample.y4m"), "sha256", 2},
+      {"anonymize " + in + " -o /tmp/x.avi", "output format", 1},
+      {"anonymize " + in + " -o " + out + " --mode blurry", "blurry", 105},
+      {"anonymize " + in + " -o " + out + " --unknown-flag", "unknown-flag", 109},
+  };
+  for (const auto& c : cases) {
+    auto r = RunVeil(c.args);
+    EXPECT_NE(r.rc, 0) << c.args;
+    if (c.rc < 100) EXPECT_EQ(r.rc, c.rc) << c.args << "\n" << r.out;
+    EXPECT_LT(r.rc, 128) << "crashed: " << c.args;
+    EXPECT_NE(r.out.find(c.expect), std::string::npos) << c.args << "\n" << r.out;
+  }
+}
+
+TEST(Cli, BenchReportsTheRatio) {
+  auto r = RunVeil("bench " + Media("sample_720p30.ivf") + " --max-frames 60 --json");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  auto j = JsonTail(r.out);
+  ASSERT_TRUE(j.contains("ratio"));
+  EXPECT_GT(j["cpu_ms_per_frame_bypass"].get<double>(), 0);
+  EXPECT_GT(j["ratio"].get<double>(), 1.0);  // detection is not free
+  EXPECT_EQ(j["runs"].size(), 2u);
+}
+
+TEST(Cli, EvalJsonNamesItsFields) {
+  auto r = RunVeil("eval --max-images 6 --frames-per-photo 6 --json");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  auto j = JsonTail(r.out);
+  for (const char* k : {"recall_ge20", "recall_ge40", "precision", "ms_per_image"})
+    EXPECT_TRUE(j["photos"].contains(k)) << k;
+  for (const char* k : {"leak_rate_all", "leak_rate_clear", "flicker_all"}) EXPECT_TRUE(j["motion"].contains(k)) << k;
+  auto bad = RunVeil("eval --faces /nonexistent");
+  EXPECT_EQ(bad.rc, 2);
+  EXPECT_NE(bad.out.find("ground_truth.csv"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace veil

@@ -1,0 +1,41 @@
+// Helpers shared by the tests: asset paths and running the veil binary.
+#pragma once
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include <gtest/gtest.h>
+
+namespace veil::test {
+
+inline std::string Assets() {
+  const char* e = std::getenv("VEIL_ASSETS");
+  return e && *e ? e : VEIL_TEST_ASSETS;
+}
+inline std::string Media(const std::string& name) { return std::string(VEIL_TEST_MEDIA) + "/" + name; }
+inline std::string Models() { return Assets() + "/models"; }
+
+struct RunResult {
+  int rc = -1;
+  std::string out;  // stdout + stderr
+};
+
+// Runs `veil ARGS` (through the shell), capturing output and exit code.
+inline RunResult RunVeil(const std::string& args) {
+  RunResult r;
+  const std::string cmd = std::string(VEIL_BIN) + " " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  const int st = pclose(p);
+  r.rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  return r;
+}
+
+inline std::string TempPath(const std::string& name) {
+  return ::testing::TempDir() + "/veil-" + std::to_string(getpid()) + "-" + name;
+}
+
+}  // namespace veil::test

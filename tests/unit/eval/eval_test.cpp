@@ -1,0 +1,85 @@
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "eval/ground_truth.h"
+#include "eval/motion_eval.h"
+#include "eval/photo_eval.h"
+#include "test_util.h"
+
+namespace veil {
+namespace {
+
+TEST(Matching, GreedyByScoreAndPrecisionCountsAnyGtBox) {
+  std::vector<GtFace> gt(2);
+  gt[0].box = {0, 0, 50, 50};
+  gt[1].box = {100, 0, 50, 50};
+  gt[1].invalid = 1;  // still matchable (precision), never counted in recall
+  Detections d = {{{2, 2, 50, 50}, 0.7f}, {{0, 0, 50, 50}, 0.9f}, {{100, 0, 50, 50}, 0.8f}, {{300, 0, 9, 9}, 0.95f}};
+  int true_dets = 0;
+  auto m = MatchDetections(d, gt, 0.5f, &true_dets);
+  EXPECT_TRUE(m[0]);
+  EXPECT_TRUE(m[1]);
+  EXPECT_EQ(true_dets, 2);  // the 0.7 duplicate and the stray box are false positives
+}
+
+TEST(Coverage, UnionOfRectangles) {
+  const Box face{10, 10, 20, 20};
+  EXPECT_DOUBLE_EQ(CoveredFraction(face, {}), 0.0);
+  EXPECT_DOUBLE_EQ(CoveredFraction(face, {Rect{0, 0, 100, 100}}), 1.0);
+  EXPECT_DOUBLE_EQ(CoveredFraction(face, {Rect{10, 10, 20, 30}}), 0.5);
+  EXPECT_DOUBLE_EQ(CoveredFraction(face, {Rect{10, 10, 20, 30}, Rect{15, 10, 30, 30}}), 1.0);
+  EXPECT_DOUBLE_EQ(CoveredFraction(face, {Rect{500, 500, 600, 600}}), 0.0);
+}
+
+TEST(Motion, FacesMoveAboutOneAndAHalfPixelsPerFrame) {
+  // Mean displacement of points spread over the photo, over several shots.
+  const cv::Size photo(1024, 768), canvas(1280, 720);
+  double total = 0;
+  int n = 0;
+  for (int k = 0; k < 8; ++k)
+    for (int t = 1; t < 30; ++t) {
+      const Motion a = MotionAt(k, t - 1, 30, photo, canvas), b = MotionAt(k, t, 30, photo, canvas);
+      for (double x = 100; x < 1000; x += 200)
+        for (double y = 100; y < 700; y += 200, ++n)
+          total += std::hypot((b.s * x + b.tx) - (a.s * x + a.tx), (b.s * y + b.ty) - (a.s * y + a.ty));
+    }
+  const double per_frame = total / n;
+  EXPECT_GT(per_frame, 1.0);
+  EXPECT_LT(per_frame, 3.0);
+}
+
+TEST(GroundTruth, MalformedCsvIsAClearError) {
+  const std::string dir = test::TempPath("gt");
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/ground_truth.csv") << "image,x,y,w,h,blur,expression,illumination,invalid,occlusion,pose\n"
+                                           << "a.jpg,1,2,abc,4,0,0,0,0,0,0\n";
+  auto r = LoadGroundTruth(dir);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().find(":2:"), std::string::npos) << r.error();
+  std::ofstream(dir + "/ground_truth.csv") << "wrong header\n";
+  EXPECT_FALSE(LoadGroundTruth(dir).ok());
+  std::ofstream(dir + "/ground_truth.csv") << "image,x,y,w,h,blur,expression,illumination,invalid,occlusion,pose\n"
+                                           << "../../etc/passwd,1,2,3,4,0,0,0,0,0,0\n";
+  EXPECT_FALSE(LoadGroundTruth(dir).ok());
+  EXPECT_FALSE(LoadGroundTruth(dir + "/missing").ok());
+  std::filesystem::remove_all(dir);
+}
+
+TEST(GroundTruth, ReadsTheSharedAnnotations) {
+  auto r = LoadGroundTruth(test::Assets() + "/faces");
+  ASSERT_TRUE(r.ok()) << r.error();
+  EXPECT_EQ(r->size(), 183u);
+  size_t faces = 0, ge40 = 0;
+  for (const auto& im : *r)
+    for (const auto& f : im.faces) {
+      ++faces;
+      ge40 += f.valid() && f.min_side() >= 40;
+    }
+  EXPECT_EQ(faces, 1180u);
+  EXPECT_EQ(ge40, 314u);
+}
+
+}  // namespace
+}  // namespace veil

@@ -1,0 +1,222 @@
+#include "privacy/privacy_stage.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
+
+namespace veil {
+namespace {
+
+// Returns fixed boxes (in the detector's input coordinates) or fails on demand.
+class FakeDetector : public Detector {
+ public:
+  std::string name() const override { return "fake"; }
+  bool native_batch() const override { return true; }
+  Result<std::vector<Detections>> Detect(const std::vector<cv::Mat>& images, float) override {
+    ++calls;
+    sizes.push_back(images[0].size());
+    if (sleep_ms) std::this_thread::sleep_for(std::chrono::milliseconds(sleep_ms));
+    if (fail) return Status::Error("injected failure");
+    return std::vector<Detections>(images.size(), boxes);
+  }
+  Detections boxes;
+  bool fail = false;
+  int calls = 0, sleep_ms = 0;
+  std::vector<cv::Size> sizes;
+};
+
+FramePtr Textured(int w = 320, int h = 180, int64_t index = 0) {
+  auto f = MakeFrame(w, h);
+  for (const Plane* p : {&f->y, &f->u, &f->v})
+    for (int y = 0; y < p->height; ++y)
+      for (int x = 0; x < p->width; ++x) p->row(y)[x] = uint8_t((x * 7 + y * 13 + (x * y) % 17) & 0xff);
+  f->index = index;
+  return f;
+}
+
+bool SamePixels(const Frame& a, const Frame& b, const Rect& r) {
+  for (int y = r.y0; y < r.y1; ++y)
+    for (int x = r.x0; x < r.x1; ++x)
+      if (a.y.row(y)[x] != b.y.row(y)[x]) return false;
+  return true;
+}
+
+PrivacyConfig Cfg(int every = 3) {
+  PrivacyConfig c;
+  c.detect_box = {160, 90};  // half of the 320x180 test frames
+  c.detect_every = every;
+  c.scene_cut = false;
+  return c;
+}
+
+TEST(PrivacyStage, BypassTouchesNothing) {
+  FakeDetector d;
+  auto c = Cfg();
+  c.mode = Mode::kBypass;
+  PrivacyStage s(c, &d);
+  auto f = Textured(), ref = Textured();
+  auto rep = s.Process(*f);
+  EXPECT_TRUE(SamePixels(*f, *ref, {0, 0, 320, 180}));
+  EXPECT_EQ(d.calls, 0);
+  EXPECT_FALSE(rep.fail_closed);
+}
+
+TEST(PrivacyStage, FullBlurPixelatesTheWholeFrame) {
+  auto c = Cfg();
+  c.mode = Mode::kFullBlur;
+  PrivacyStage s(c, nullptr);
+  auto f = Textured(), ref = Textured();
+  s.Process(*f);
+  MosaicFullFrame(*ref, c.mosaic.full_frame_cell);
+  EXPECT_TRUE(SamePixels(*f, *ref, {0, 0, 320, 180}));
+}
+
+TEST(PrivacyStage, AnonymizeMapsBoxesBackToFullResolution) {
+  FakeDetector d;
+  d.boxes = {{{40, 20, 20, 20}, 0.9f}};  // in 160x90 detection space
+  PrivacyStage s(Cfg(), &d);
+  auto f = Textured(), ref = Textured();
+  auto rep = s.Process(*f);
+  ASSERT_EQ(d.sizes.front(), cv::Size(160, 90));
+  ASSERT_TRUE(rep.detected);
+  ASSERT_FALSE(rep.fail_closed);
+  ASSERT_EQ(rep.rects.size(), 1u);
+  const Rect r = rep.rects[0];
+  // Face at (80,40) 40x40 full-res, grown by margin and uncertainty: covers it.
+  EXPECT_LE(r.x0, 80);
+  EXPECT_LE(r.y0, 40);
+  EXPECT_GE(r.x1, 120);
+  EXPECT_GE(r.y1, 80);
+  EXPECT_FALSE(SamePixels(*f, *ref, {80, 40, 120, 80}));
+  EXPECT_TRUE(SamePixels(*f, *ref, {200, 100, 320, 180}));  // far away: untouched
+}
+
+TEST(PrivacyStage, DetectsOnCadenceAndTracksBetween) {
+  FakeDetector d;
+  d.boxes = {{{40, 20, 20, 20}, 0.9f}};
+  PrivacyStage s(Cfg(3), &d);
+  int detected = 0;
+  for (int i = 0; i < 9; ++i) {
+    auto f = Textured(320, 180, i);
+    auto rep = s.Process(*f);
+    detected += rep.detected;
+    EXPECT_EQ(rep.detected, i % 3 == 0) << i;
+    EXPECT_EQ(rep.rects.size(), 1u) << "mask missing between detections, frame " << i;
+  }
+  EXPECT_EQ(detected, 3);
+}
+
+TEST(PrivacyStage, FailedDetectionFailsClosedAndRetriesNextFrame) {
+  FakeDetector d;
+  d.boxes = {{{40, 20, 20, 20}, 0.9f}};
+  PrivacyStage s(Cfg(3), &d);
+  auto f0 = Textured(320, 180, 0);
+  EXPECT_FALSE(s.Process(*f0).fail_closed);
+  d.fail = true;
+  for (int i = 1; i < 3; ++i) {  // between detections: fresh enough, tracked
+    auto f = Textured(320, 180, i);
+    EXPECT_FALSE(s.Process(*f).fail_closed);
+  }
+  for (int i = 3; i < 6; ++i) {  // detection fails: whole frame, every frame, retried each frame
+    auto f = Textured(320, 180, i), ref = Textured(320, 180, i);
+    auto rep = s.Process(*f);
+    EXPECT_TRUE(rep.fail_closed) << i;
+    EXPECT_TRUE(rep.detected) << i;
+    MosaicFullFrame(*ref, Cfg().mosaic.full_frame_cell);
+    EXPECT_TRUE(SamePixels(*f, *ref, {0, 0, 320, 180}));
+  }
+  d.fail = false;
+  auto f6 = Textured(320, 180, 6);
+  EXPECT_FALSE(s.Process(*f6).fail_closed);
+  EXPECT_EQ(s.counters().fail_closed, 3);
+  EXPECT_EQ(s.counters().detect_failures, 3);
+}
+
+TEST(PrivacyStage, NoDetectorMeansEveryAnonymizeFrameFailsClosed) {
+  PrivacyStage s(Cfg(), nullptr);
+  for (int i = 0; i < 4; ++i) {
+    auto f = Textured(320, 180, i);
+    EXPECT_TRUE(s.Process(*f).fail_closed);
+  }
+}
+
+TEST(PrivacyStage, StaleResultFailsClosed) {
+  FakeDetector d;
+  auto c = Cfg(1);
+  c.max_result_age_ms = 50;  // at 30 fps: a result older than one frame and a half
+  PrivacyStage s(c, &d);
+  auto f0 = Textured(320, 180, 0);
+  EXPECT_FALSE(s.Process(*f0).fail_closed);
+  auto f5 = Textured(320, 180, 5);  // frames 1-4 never arrived: index jump
+  d.fail = true;
+  EXPECT_TRUE(s.Process(*f5).fail_closed);
+}
+
+TEST(PrivacyStage, SceneCutForcesDetection) {
+  FakeDetector d;
+  auto c = Cfg(10);
+  c.max_result_age_ms = 1000;
+  c.scene_cut = true;
+  PrivacyStage s(c, &d);
+  auto a = Textured(320, 180, 0);
+  s.Process(*a);
+  auto b = Textured(320, 180, 1);
+  EXPECT_FALSE(s.Process(*b).detected);
+  auto dark = MakeFrame(320, 180);  // a different shot
+  for (const Plane* p : {&dark->y, &dark->u, &dark->v})
+    for (int y = 0; y < p->height; ++y) std::fill(p->row(y), p->row(y) + p->width, 16);
+  dark->index = 2;
+  auto rep = s.Process(*dark);
+  EXPECT_TRUE(rep.scene_cut);
+  EXPECT_TRUE(rep.detected);
+}
+
+TEST(PrivacyStage, ModeSwitchTakesEffectOnTheNextFrame) {
+  FakeDetector d;
+  PrivacyStage s(Cfg(), &d);
+  s.set_mode(Mode::kBypass);
+  auto f = Textured(), ref = Textured();
+  s.Process(*f);
+  EXPECT_TRUE(SamePixels(*f, *ref, {0, 0, 320, 180}));
+  s.set_mode(Mode::kFullBlur);
+  auto g = Textured();
+  EXPECT_EQ(s.Process(*g).rects.size(), 1u);
+  EXPECT_FALSE(SamePixels(*g, *ref, {0, 0, 320, 180}));
+  s.set_mode(Mode::kAnonymize);
+  auto h = Textured();
+  EXPECT_TRUE(s.Process(*h).detected);
+}
+
+TEST(PrivacyStage, AutoCadenceFollowsDetectorCost) {
+  FakeDetector d;
+  d.sleep_ms = 12;
+  auto c = Cfg(0);
+  c.detect_budget_ms = 5;
+  c.max_auto_every = 6;
+  PrivacyStage s(c, &d);
+  for (int i = 0; i < 20; ++i) {
+    auto f = Textured(320, 180, i);
+    s.Process(*f);
+  }
+  EXPECT_GE(s.current_every(), 3);  // 12+ ms per detection / 5 ms budget
+  EXPECT_LE(s.current_every(), 6);
+}
+
+TEST(PrivacyConfig, RejectsContradictionsAndAbsurdValues) {
+  PrivacyConfig c;
+  EXPECT_TRUE(Validate(c).ok());
+  c.detect_every = 30;  // a second between detections, but results expire after 200 ms
+  EXPECT_FALSE(Validate(c).ok());
+  c = {};
+  c.detect_box = {10, 10};
+  EXPECT_FALSE(Validate(c).ok());
+  c = {};
+  c.fps = 0;
+  EXPECT_FALSE(Validate(c).ok());
+  EXPECT_FALSE(ParseMode("blur").ok());
+  EXPECT_EQ(*ParseMode("full_blur"), Mode::kFullBlur);
+}
+
+}  // namespace
+}  // namespace veil

@@ -1,0 +1,130 @@
+#include "vision/tracker.h"
+
+#include <gtest/gtest.h>
+
+namespace veil {
+namespace {
+
+Box At(float x, float y, float s = 60) { return {x, y, s, s}; }
+bool Contains(const Box& outer, const Box& inner) {
+  return outer.x <= inner.x && outer.y <= inner.y && outer.x2() >= inner.x2() && outer.y2() >= inner.y2();
+}
+
+TEST(Tracker, BirthFromHighScoreAndMaskCoversDetection) {
+  Tracker t;
+  t.Predict();
+  t.Update({{At(100, 100), 0.9f}});
+  ASSERT_EQ(t.tracks().size(), 1u);
+  EXPECT_TRUE(t.tracks()[0].confirmed);
+  auto m = t.Masks(1280, 720);
+  ASSERT_EQ(m.size(), 1u);
+  EXPECT_TRUE(Contains(m[0].box, At(100, 100)));
+  EXPECT_NEAR(m[0].face_w, 60, 1);
+}
+
+TEST(Tracker, CoastsOnVelocityAndMaskGrowsWithUncertainty) {
+  Tracker t;
+  float x = 100;
+  for (int f = 0; f < 15; ++f, x += 3) {  // a face moving 3 px/frame, seen every frame
+    t.Predict();
+    t.Update({{At(x, 200), 0.9f}});
+  }
+  double last_area = 0;
+  for (int f = 0; f < 12; ++f, x += 3) {  // detector goes blind; the face keeps moving
+    t.Predict();
+    auto m = t.Masks(1280, 720);
+    ASSERT_EQ(m.size(), 1u);
+    EXPECT_TRUE(Contains(m[0].box, At(x, 200))) << "face left its mask while coasting, frame " << f;
+    EXPECT_GT(m[0].box.area(), last_area);
+    last_area = m[0].box.area();
+  }
+  EXPECT_NEAR(t.tracks()[0].box().x, x - 3, 4.0);  // the prediction followed the motion
+}
+
+TEST(Tracker, DiesAfterMaxCoastFrames) {
+  TrackerParams p;
+  p.max_coast_frames = 10;
+  Tracker t(p);
+  t.Predict();
+  t.Update({{At(100, 100), 0.9f}});
+  for (int f = 0; f < 10; ++f) t.Predict();
+  EXPECT_EQ(t.tracks().size(), 1u);
+  t.Predict();
+  EXPECT_TRUE(t.tracks().empty());
+}
+
+TEST(Tracker, LowScoreDetectionsKeepATrackAliveButDoNotConfirmAlone) {
+  TrackerParams p;
+  p.max_coast_frames = 5;
+  p.tentative_frames = 2;
+  Tracker t(p);
+  t.Predict();
+  t.Update({{At(100, 100), 0.9f}});
+  for (int f = 0; f < 20; ++f) {  // only weak detections (e.g. a face turning away)
+    t.Predict();
+    t.Update({{At(101, 100), 0.35f}});
+  }
+  ASSERT_EQ(t.tracks().size(), 1u);
+  EXPECT_EQ(t.tracks()[0].id, 1);
+
+  Tracker u(p);
+  u.Predict();
+  u.Update({{At(400, 100), 0.3f}});  // a lone weak detection: masked now...
+  EXPECT_EQ(u.Masks(1280, 720).size(), 1u);
+  EXPECT_FALSE(u.tracks()[0].confirmed);
+  for (int f = 0; f < 3; ++f) u.Predict();
+  EXPECT_TRUE(u.tracks().empty());  // ...but gone when nothing confirms it
+}
+
+TEST(Tracker, IgnoresDetectionsBelowLowScore) {
+  Tracker t;
+  t.Predict();
+  t.Update({{At(100, 100), 0.1f}});
+  EXPECT_TRUE(t.tracks().empty());
+}
+
+TEST(Tracker, CrossingFacesKeepTheirIdentities) {
+  Tracker t;
+  float xa = 100, xb = 500;
+  int64_t id_a = -1, id_b = -1;
+  for (int f = 0; f < 60; ++f, xa += 6, xb -= 6) {
+    t.Predict();
+    if (f % 3 == 0) t.Update({{At(xa, 200), 0.9f}, {At(xb, 230), 0.9f}});  // detect every 3rd frame
+    if (f == 0) {
+      ASSERT_EQ(t.tracks().size(), 2u);
+      id_a = t.tracks()[0].box().x < 300 ? t.tracks()[0].id : t.tracks()[1].id;
+      id_b = id_a == t.tracks()[0].id ? t.tracks()[1].id : t.tracks()[0].id;
+    }
+  }
+  ASSERT_EQ(t.tracks().size(), 2u);
+  for (const auto& tr : t.tracks()) {
+    if (tr.id == id_a) EXPECT_NEAR(tr.box().x, xa - 6, 12);  // a went right
+    else if (tr.id == id_b) EXPECT_NEAR(tr.box().x, xb + 6, 12);  // b went left
+    else ADD_FAILURE() << "identity switch: new track " << tr.id;
+  }
+}
+
+TEST(Tracker, ValidatesParameters) {
+  TrackerParams p;
+  EXPECT_TRUE(Validate(p).ok());
+  p.low_score = 0.8f;  // above high_score
+  EXPECT_FALSE(Validate(p).ok());
+  p = {};
+  p.tentative_frames = 100;
+  p.max_coast_frames = 10;
+  EXPECT_FALSE(Validate(p).ok());
+}
+
+TEST(Kalman1D, ConvergesToConstantVelocity) {
+  Kalman1D k;
+  k.Init(0, 5, 5);
+  for (int i = 1; i <= 50; ++i) {
+    k.Predict(0.1f, 0.01f);
+    k.Update(2.0f * i, 1.0f);
+  }
+  EXPECT_NEAR(k.v, 2.0, 0.1);
+  EXPECT_NEAR(k.x, 100.0, 1.0);
+}
+
+}  // namespace
+}  // namespace veil
