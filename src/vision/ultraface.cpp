@@ -1,10 +1,34 @@
 #include "vision/ultraface.h"
 
+#include <opencv2/imgproc.hpp>
+
 namespace veil {
 
-cv::Mat UltraFaceBlob(const std::vector<cv::Mat>& images, cv::Size input) {
-  return cv::dnn::blobFromImages(images, 1.0 / 128.0, input, cv::Scalar(127, 127, 127),
-                                 /*swapRB=*/true, /*crop=*/false);
+void UltraFaceBlob(const std::vector<cv::Mat>& images, cv::Size input, cv::Mat& blob) {
+  const int n = int(images.size());
+  const int sz[4] = {n, 3, input.height, input.width};
+  blob.create(4, sz, CV_32F);
+  const size_t plane = size_t(input.width) * input.height;
+  thread_local cv::Mat resized;
+  for (int b = 0; b < n; ++b) {
+    const cv::Mat* src = &images[b];
+    if (src->size() != input) {
+      cv::resize(*src, resized, input, 0, 0, cv::INTER_LINEAR);
+      src = &resized;
+    }
+    float* r = blob.ptr<float>() + size_t(b) * 3 * plane;  // RGB order: channel 0 = red
+    float* g = r + plane;
+    float* bl = g + plane;
+    for (int y = 0; y < input.height; ++y) {
+      const uint8_t* p = src->ptr<uint8_t>(y);
+      const size_t o = size_t(y) * input.width;
+      for (int x = 0; x < input.width; ++x) {
+        bl[o + x] = (p[3 * x] - 127.f) / 128.f;
+        g[o + x] = (p[3 * x + 1] - 127.f) / 128.f;
+        r[o + x] = (p[3 * x + 2] - 127.f) / 128.f;
+      }
+    }
+  }
 }
 
 Detections UltraFaceDecode(const cv::Mat& scores, const cv::Mat& boxes, int b, cv::Size image,
@@ -28,7 +52,8 @@ Detections UltraFaceDecode(const cv::Mat& scores, const cv::Mat& boxes, int b, c
 Result<std::vector<Detections>> UltraFaceDetector::Run(const std::vector<cv::Mat>& images, float score) {
   std::vector<cv::Mat> outs;
   try {
-    net_.setInput(UltraFaceBlob(images, input_));
+    UltraFaceBlob(images, input_, blob_);
+    net_.setInput(blob_);
     net_.forward(outs, std::vector<std::string>{"scores", "boxes"});
   } catch (const cv::Exception& e) {
     return Status::Error(std::string("ultraface forward failed: ") + e.what());

@@ -6,8 +6,9 @@
 
 namespace veil {
 
-// NCHW float blob: RGB, (x - 127) / 128, stretched to `input` as the reference code does.
-cv::Mat UltraFaceBlob(const std::vector<cv::Mat>& images, cv::Size input);
+// NCHW float blob: RGB, (x - 127) / 128, stretched to `input` as the reference
+// code does; written into `blob` (reused, no per-frame allocation).
+void UltraFaceBlob(const std::vector<cv::Mat>& images, cv::Size input, cv::Mat& blob);
 // Decodes one batch item: scores [N,A,2] (softmax, column 1 = face), boxes [N,A,4] normalized.
 Detections UltraFaceDecode(const cv::Mat& scores, const cv::Mat& boxes, int batch_index,
                            cv::Size image, float score_threshold, float nms_iou);
@@ -24,6 +25,7 @@ class UltraFaceDetector : public Detector {
  private:
   Result<std::vector<Detections>> Run(const std::vector<cv::Mat>& images, float score);
   cv::dnn::Net net_;
+  cv::Mat blob_;
   cv::Size input_;
   float nms_;
   bool batch_ok_ = true;

@@ -15,20 +15,28 @@ constexpr int kStrides[3] = {8, 16, 32};
 
 cv::Size YuNetPaddedSize(cv::Size s) { return {(s.width + 31) / 32 * 32, (s.height + 31) / 32 * 32}; }
 
-cv::Mat YuNetBlob(const std::vector<cv::Mat>& images, cv::Size padded) {
-  std::vector<cv::Mat> in;
-  in.reserve(images.size());
-  for (const auto& im : images) {
-    if (im.size() == padded) {
-      in.push_back(im);
-    } else {
-      cv::Mat p;
-      cv::copyMakeBorder(im, p, 0, padded.height - im.rows, 0, padded.width - im.cols,
-                         cv::BORDER_CONSTANT, cv::Scalar::all(0));
-      in.push_back(p);
+void YuNetBlob(const std::vector<cv::Mat>& images, cv::Size padded, cv::Mat& blob) {
+  const int n = int(images.size());
+  const int sz[4] = {n, 3, padded.height, padded.width};
+  blob.create(4, sz, CV_32F);
+  const size_t plane = size_t(padded.width) * padded.height;
+  for (int b = 0; b < n; ++b) {
+    const cv::Mat& im = images[b];
+    float* c0 = blob.ptr<float>() + size_t(b) * 3 * plane;
+    float* c1 = c0 + plane;
+    float* c2 = c1 + plane;
+    std::fill(c0, c0 + 3 * plane, 0.f);  // padding
+    for (int y = 0; y < std::min(im.rows, padded.height); ++y) {
+      const uint8_t* p = im.ptr<uint8_t>(y);
+      const size_t o = size_t(y) * padded.width;
+      const int w = std::min(im.cols, padded.width);
+      for (int x = 0; x < w; ++x) {
+        c0[o + x] = p[3 * x];
+        c1[o + x] = p[3 * x + 1];
+        c2[o + x] = p[3 * x + 2];
+      }
     }
   }
-  return cv::dnn::blobFromImages(in, 1.0, cv::Size(), cv::Scalar(), /*swapRB=*/false, /*crop=*/false);
 }
 
 Detections YuNetDecode(const std::vector<cv::Mat>& outs, int b, cv::Size padded, cv::Size image,
@@ -64,10 +72,10 @@ Detections YuNetDecode(const std::vector<cv::Mat>& outs, int b, cv::Size padded,
 
 Result<std::vector<Detections>> YuNetDetector::Run(const std::vector<cv::Mat>& images, float score) {
   const cv::Size padded = YuNetPaddedSize(images[0].size());
-  cv::Mat blob = YuNetBlob(images, padded);
+  YuNetBlob(images, padded, blob_);
   std::vector<cv::Mat> outs;
   try {
-    net_.setInput(blob);
+    net_.setInput(blob_);
     net_.forward(outs, OutputNames());
   } catch (const cv::Exception& e) {
     return Status::Error(std::string("yunet forward failed: ") + e.what());

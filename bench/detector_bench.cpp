@@ -1,0 +1,91 @@
+// Detector pre-processing, forward and post-processing, measured apart.
+#include <benchmark/benchmark.h>
+
+#include <random>
+
+#include "vision/detector.h"
+#include "vision/preprocess.h"
+#include "vision/yunet.h"
+
+#include <opencv2/dnn.hpp>
+
+namespace veil {
+namespace {
+
+FramePtr NoiseFrame() {
+  auto f = MakeFrame(1280, 720);
+  std::mt19937 rng(1);
+  for (const Plane* p : {&f->y, &f->u, &f->v})
+    for (int y = 0; y < p->height; ++y)
+      for (int x = 0; x < p->width; ++x) p->row(y)[x] = uint8_t(rng());
+  return f;
+}
+
+// I420 720p -> BGR at the detection size (the privacy stage's pre-processing).
+void BM_DownscaleToBgr(benchmark::State& st) {
+  auto f = NoiseFrame();
+  cv::Mat bgr;
+  const cv::Size s(int(st.range(0)), int(st.range(1)));
+  for (auto _ : st) DownscaleToBgr(*f, s, bgr);
+}
+BENCHMARK(BM_DownscaleToBgr)->Args({320, 180})->Args({640, 360})->Unit(benchmark::kMicrosecond);
+
+void BM_YuNetBlob(benchmark::State& st) {
+  auto f = NoiseFrame();
+  cv::Mat bgr;
+  DownscaleToBgr(*f, {640, 360}, bgr);
+  cv::Mat blob;
+  for (auto _ : st) YuNetBlob({bgr}, YuNetPaddedSize(bgr.size()), blob);
+}
+BENCHMARK(BM_YuNetBlob)->Unit(benchmark::kMicrosecond);
+
+// OpenCV's own blobFromImage on the same input, for comparison in one run.
+void BM_OpenCvBlobFromImage(benchmark::State& st) {
+  auto f = NoiseFrame();
+  cv::Mat bgr, padded;
+  DownscaleToBgr(*f, {640, 360}, bgr);
+  cv::copyMakeBorder(bgr, padded, 0, 24, 0, 0, cv::BORDER_CONSTANT, cv::Scalar::all(0));
+  for (auto _ : st) benchmark::DoNotOptimize(cv::dnn::blobFromImage(padded));
+}
+BENCHMARK(BM_OpenCvBlobFromImage)->Unit(benchmark::kMicrosecond);
+
+// Decode of the 12 outputs: synthetic outputs with a few hundred anchors above threshold.
+void BM_YuNetDecode(benchmark::State& st) {
+  const cv::Size padded(640, 384);
+  std::vector<cv::Mat> outs;
+  std::mt19937 rng(2);
+  std::uniform_real_distribution<float> u(0, 1);
+  for (int kind = 0; kind < 4; ++kind) {
+    const int ch = kind < 2 ? 1 : kind == 2 ? 4 : 10;
+    for (int s : {8, 16, 32}) {
+      int sz[3] = {1, (padded.width / s) * (padded.height / s), ch};
+      cv::Mat m(3, sz, CV_32F);
+      float* p = m.ptr<float>();
+      for (size_t i = 0; i < m.total(); ++i) p[i] = kind < 2 ? std::pow(u(rng), 8.f) : u(rng) - 0.5f;
+      outs.push_back(m);
+    }
+  }
+  for (auto _ : st) benchmark::DoNotOptimize(YuNetDecode(outs, 0, padded, {640, 360}, 0.3f, 0.3f));
+}
+BENCHMARK(BM_YuNetDecode)->Unit(benchmark::kMicrosecond);
+
+// Forward + decode of the real model (needs the model; skipped with a message otherwise).
+void BM_YuNetDetect(benchmark::State& st) {
+  auto d = LoadDetector({});
+  if (!d.ok()) {
+    st.SkipWithError(d.error().c_str());
+    return;
+  }
+  auto f = NoiseFrame();
+  cv::Mat bgr;
+  DownscaleToBgr(*f, {int(st.range(0)), int(st.range(1))}, bgr);
+  const int batch = int(st.range(2));
+  std::vector<cv::Mat> imgs(batch, bgr);
+  for (auto _ : st) benchmark::DoNotOptimize((*d)->Detect(imgs, 0.3f));
+  st.counters["ms_per_frame"] =
+      benchmark::Counter(double(batch), benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+}
+BENCHMARK(BM_YuNetDetect)->Args({320, 180, 1})->Args({640, 360, 1})->Args({640, 360, 4})->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace veil
