@@ -31,6 +31,7 @@ void AddPrivacyOptions(CLI::App& app, PrivacyOptions& o, const std::string& size
   AddDetectorOptions(app, o.detector);
   app.add_option(size_flag, o.detect_size, "Box the detection copy fits in, WxH (aspect kept)");
   app.add_option("--detect-every", o.detect_every, "Detect every N frames, or 'auto' (by CPU budget)");
+  app.add_option("--detect-budget", o.detect_budget_ms, "--detect-every auto: detection ms per frame to aim for");
   app.add_option("--cell", o.cell, "Mosaic cell: 'auto' (adaptive to face size) or fixed px");
   app.add_option("--cells-across", o.cells_across, "Adaptive mosaic: cells across a face");
   app.add_option("--min-cell", o.min_cell, "Adaptive mosaic: smallest cell, px");
@@ -39,6 +40,7 @@ void AddPrivacyOptions(CLI::App& app, PrivacyOptions& o, const std::string& size
   app.add_option("--score", o.score, "Detection score that starts a track");
   app.add_option("--low-score", o.low_score, "Lowest detection score kept (matched to tracks, masked)");
   app.add_option("--max-age-ms", o.max_age_ms, "Older detection result -> whole-frame mosaic (fail-closed)");
+  app.add_option("--max-coast", o.max_coast, "Frames a track survives without a detection (0 = masks only where detected)");
   app.add_flag("--no-scene-cut", o.no_scene_cut, "Do not force detection on scene cuts");
 }
 
@@ -83,6 +85,9 @@ Result<PrivacyConfig> PrivacyOptions::Build() const {
   c.tracker.high_score = score;
   c.tracker.low_score = low_score;
   c.max_result_age_ms = max_age_ms;
+  c.detect_budget_ms = detect_budget_ms;
+  c.tracker.max_coast_frames = max_coast;
+  c.tracker.tentative_frames = std::min(c.tracker.tentative_frames, max_coast);
   c.scene_cut = !no_scene_cut;
   if (Status s = Validate(c); !s) return s;
   if (Status s = Validate(detector); !s) return s;

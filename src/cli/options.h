@@ -16,8 +16,8 @@ struct PrivacyOptions {
   std::string detect_size = "640x360";
   std::string detect_every = "3";
   std::string cell = "auto";
-  double cells_across = 8, margin = 0.2, max_age_ms = 200;
-  int min_cell = 8, full_cell = 40;
+  double cells_across = 8, margin = 0.2, max_age_ms = 200, detect_budget_ms = 5;
+  int min_cell = 8, full_cell = 40, max_coast = 30;
   float score = 0.5f, low_score = 0.3f;
   bool no_scene_cut = false;
   DetectorConfig detector;

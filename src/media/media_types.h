@@ -38,7 +38,9 @@ struct EncoderOptions {
   int bitrate_kbps = 0;     // 0 = by resolution (about 2500 kbps at 720p30)
   int threads = 1;
   int keyint_frames = 60;   // a keyframe at least this often
-  int vp8_speed = 8;        // libvpx cpu-used (realtime)
+  // libvpx cpu-used in realtime mode: negative = fixed speed |n|, positive =
+  // speed adapted by libvpx to its CPU estimate.
+  int vp8_speed = -8;
   std::string x264_preset = "veryfast";
 };
 

@@ -47,6 +47,7 @@ MediaWriter::~MediaWriter() {
 }
 
 int64_t MediaWriter::bytes_written() const {
+  if (finished_) return bytes_;
   return (impl_ && impl_->fmt && impl_->fmt->pb) ? avio_tell(impl_->fmt->pb) : 0;
 }
 
@@ -57,7 +58,7 @@ Result<std::unique_ptr<MediaWriter>> MediaWriter::Open(const std::string& path, 
   if (o.threads < 1 || o.threads > 64) return Status::Error("encoder threads must be in [1, 64]");
   if (o.bitrate_kbps < 0 || o.bitrate_kbps > 200000) return Status::Error("bitrate must be in [0, 200000] kbps");
   if (o.keyint_frames < 1 || o.keyint_frames > 10000) return Status::Error("keyint must be in [1, 10000] frames");
-  if (o.vp8_speed < 0 || o.vp8_speed > 16) return Status::Error("vp8 speed must be in [0, 16]");
+  if (o.vp8_speed < -16 || o.vp8_speed > 16) return Status::Error("vp8 speed must be in [-16, 16]");
   std::string codec = o.codec;
   if (codec.empty()) {
     auto c = CodecForPath(path);
@@ -192,6 +193,7 @@ Status MediaWriter::Finish() {
   Status s;
   if (avcodec_send_frame(m.enc, nullptr) >= 0) s = Drain(true);
   const int err = av_write_trailer(m.fmt);
+  if (m.fmt->pb) bytes_ = avio_tell(m.fmt->pb);
   if (!(m.fmt->oformat->flags & AVFMT_NOFILE)) avio_closep(&m.fmt->pb);
   if (err < 0 && s.ok()) s = Status::Error("cannot finish output: " + AvError(err));
   return s;

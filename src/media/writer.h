@@ -37,6 +37,7 @@ class MediaWriter {
   std::string codec_;
   int audio_copied_ = 0, audio_skipped_ = 0;
   bool finished_ = false;
+  int64_t bytes_ = 0;
 };
 
 // Codec chosen for an output path when EncoderOptions::codec is empty.
