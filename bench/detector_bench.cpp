@@ -3,6 +3,8 @@
 
 #include <random>
 
+#include "bench_util.h"
+
 #include "vision/detector.h"
 #include "vision/preprocess.h"
 #include "vision/yunet.h"
@@ -11,15 +13,7 @@
 
 namespace veil {
 namespace {
-
-FramePtr NoiseFrame() {
-  auto f = MakeFrame(1280, 720);
-  std::mt19937 rng(1);
-  for (const Plane* p : {&f->y, &f->u, &f->v})
-    for (int y = 0; y < p->height; ++y)
-      for (int x = 0; x < p->width; ++x) p->row(y)[x] = uint8_t(rng());
-  return f;
-}
+using bench::NoiseFrame;
 
 // I420 720p -> BGR at the detection size (the privacy stage's pre-processing).
 void BM_DownscaleToBgr(benchmark::State& st) {

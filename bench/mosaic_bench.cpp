@@ -2,19 +2,13 @@
 
 #include <random>
 
+#include "bench_util.h"
+
 #include "vision/mosaic.h"
 
 namespace veil {
 namespace {
-
-FramePtr NoiseFrame(int w, int h) {
-  auto f = MakeFrame(w, h);
-  std::mt19937 rng(1);
-  for (const Plane* p : {&f->y, &f->u, &f->v})
-    for (int y = 0; y < p->height; ++y)
-      for (int x = 0; x < p->width; ++x) p->row(y)[x] = uint8_t(rng());
-  return f;
-}
+using bench::NoiseFrame;
 
 // 720p frame with 5 faces of 80-240 px (margin included), adaptive cells.
 void BM_Mosaic720p5Faces(benchmark::State& st) {

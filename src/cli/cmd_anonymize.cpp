@@ -27,20 +27,12 @@ void RegisterAnonymize(CLI::App& app, int* rc) {
   sub->add_flag("--json", o->json, "Print the summary as JSON on stdout");
   sub->callback([o, rc] {
     auto pc = o->privacy.Build();
-    if (!pc) {
-      fmt::print(stderr, "veil: {}\n", pc.error());
-      *rc = 2;
-      return;
-    }
+    if (!pc) return Fail(rc, 2, pc.error());
     std::unique_ptr<Detector> det;
     std::string source;
     if (pc->mode == Mode::kAnonymize) {
       auto d = LoadDetector(o->privacy.detector, &source);
-      if (!d) {
-        fmt::print(stderr, "veil: {}\n", d.error());
-        *rc = 2;
-        return;
-      }
+      if (!d) return Fail(rc, 2, d.error());
       det = std::move(*d);
     }
     JobConfig jc;
@@ -52,11 +44,7 @@ void RegisterAnonymize(CLI::App& app, int* rc) {
     jc.max_frames = o->max_frames;
     if (!o->json && det) fmt::print(stderr, "veil: detector {} ({})\n", det->name(), source);
     auto res = RunOfflineJob(jc, det.get(), o->json ? ProgressFn{} : TerminalProgress());
-    if (!res) {
-      fmt::print(stderr, "\nveil: {}\n", res.error());
-      *rc = 1;
-      return;
-    }
+    if (!res) return Fail(rc, 1, res.error());
     if (o->json) {
       fmt::print("{}\n", SummaryJson(*res).dump(2));
     } else {

@@ -32,28 +32,16 @@ void RegisterBench(CLI::App& app, int* rc) {
   sub->add_flag("--json", o->json, "Print results as JSON on stdout");
   sub->callback([o, rc] {
     auto pc = o->privacy.Build();
-    if (!pc) {
-      fmt::print(stderr, "veil: {}\n", pc.error());
-      *rc = 2;
-      return;
-    }
+    if (!pc) return Fail(rc, 2, pc.error());
     std::string source;
     auto det = LoadDetector(o->privacy.detector, &source);
-    if (!det) {
-      fmt::print(stderr, "veil: {}\n", det.error());
-      *rc = 2;
-      return;
-    }
+    if (!det) return Fail(rc, 2, det.error());
     namespace fs = std::filesystem;
     const bool keep = !o->out_dir.empty();
     const fs::path dir = keep ? fs::path(o->out_dir) : fs::temp_directory_path() / fmt::format("veil-bench-{}", getpid());
     std::error_code ec;
     fs::create_directories(dir, ec);
-    if (ec) {
-      fmt::print(stderr, "veil: cannot create {}: {}\n", dir.string(), ec.message());
-      *rc = 2;
-      return;
-    }
+    if (ec) return Fail(rc, 2, "cannot create " + dir.string() + ": " + ec.message());
     // Same container/codec as the input's family: VP8 in IVF unless the input is H.264.
     std::string ext = o->encode.enc.codec == "h264" ? "mkv" : "ivf";
     nlohmann::json runs = nlohmann::json::array();

@@ -40,25 +40,13 @@ void RegisterEval(CLI::App& app, int* rc) {
     auto gt = LoadGroundTruth(o->faces);
     auto size = ParseSize(o->photo_size);
     auto pc = o->privacy.Build();
-    for (const Status& s : {gt.status(), size.status(), pc.status()}) {
-      if (!s.ok()) {
-        fmt::print(stderr, "veil: {}\n", s.message());
-        *rc = 2;
-        return;
-      }
-    }
-    if (pc->mode != Mode::kAnonymize) {
-      fmt::print(stderr, "veil: eval measures the anonymize mode; --mode {} makes no sense here\n", o->privacy.mode);
-      *rc = 2;
-      return;
-    }
+    for (const Status& s : {gt.status(), size.status(), pc.status()})
+      if (!s.ok()) return Fail(rc, 2, s.message());
+    if (pc->mode != Mode::kAnonymize)
+      return Fail(rc, 2, "eval measures the anonymize mode; --mode " + o->privacy.mode + " makes no sense here");
     std::string source;
     auto det = LoadDetector(o->privacy.detector, &source);
-    if (!det) {
-      fmt::print(stderr, "veil: {}\n", det.error());
-      *rc = 2;
-      return;
-    }
+    if (!det) return Fail(rc, 2, det.error());
     nlohmann::json out = {{"detector", (*det)->name()}, {"faces_dir", o->faces}};
     if (!o->motion_only) {
       PhotoEvalOptions po;
@@ -67,11 +55,7 @@ void RegisterEval(CLI::App& app, int* rc) {
       po.score = o->photo_score;
       po.max_images = o->max_images;
       auto r = RunPhotoEval(*gt, **det, po);
-      if (!r) {
-        fmt::print(stderr, "veil: {}\n", r.error());
-        *rc = 1;
-        return;
-      }
+      if (!r) return Fail(rc, 1, r.error());
       out["photos"] = r->ToJson();
       out["photos"]["input"] = o->photo_size + (po.letterbox ? " letterbox" : "");
       out["photos"]["score"] = po.score;
@@ -88,11 +72,7 @@ void RegisterEval(CLI::App& app, int* rc) {
     if (!o->photos_only) {
       o->motion.max_photos = o->max_images;
       auto r = RunMotionEval(*gt, *pc, det->get(), o->motion);
-      if (!r) {
-        fmt::print(stderr, "veil: {}\n", r.error());
-        *rc = 1;
-        return;
-      }
+      if (!r) return Fail(rc, 1, r.error());
       out["motion"] = r->ToJson();
       out["motion"]["settings"] = {{"detect_size", o->privacy.detect_size}, {"detect_every", o->privacy.detect_every},
                                    {"score", o->privacy.score}, {"low_score", o->privacy.low_score},

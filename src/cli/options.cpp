@@ -1,8 +1,14 @@
 #include "cli/options.h"
 
 #include <charconv>
+#include <cstdio>
 
 namespace veil::cli {
+
+void Fail(int* rc, int code, const std::string& message) {
+  std::fprintf(stderr, "veil: %s\n", message.c_str());
+  *rc = code;
+}
 
 Result<cv::Size> ParseSize(const std::string& s) {
   const auto x = s.find('x');

@@ -34,5 +34,7 @@ void AddPrivacyOptions(CLI::App& app, PrivacyOptions& o, const std::string& size
 void AddDetectorOptions(CLI::App& app, DetectorConfig& d);
 void AddEncodeOptions(CLI::App& app, EncodeOptions& o);
 Result<cv::Size> ParseSize(const std::string& s);
+// Prints "veil: <message>" on stderr and sets the process exit code.
+void Fail(int* rc, int code, const std::string& message);
 
 }  // namespace veil::cli

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <memory>
 
 #include <fmt/format.h>
 
@@ -61,7 +62,9 @@ nlohmann::json SummaryJson(const JobSummary& s) {
 
 ProgressFn TerminalProgress() {
   if (!isatty(STDERR_FILENO)) return {};
-  return [](int64_t done, int64_t total, double ms) {
+  auto finished = std::make_shared<bool>(false);
+  return [finished](int64_t done, int64_t total, double ms) {
+    if (*finished) return;
     const double fps = ms > 0 ? done * 1000.0 / ms : 0;
     if (total > 0) {
       const int width = 30;
@@ -72,7 +75,10 @@ ProgressFn TerminalProgress() {
     } else {
       std::fprintf(stderr, "\r%lld frames %.1f fps ", (long long)done, fps);
     }
-    if (total > 0 && done >= total) std::fprintf(stderr, "\n");
+    if (total > 0 && done >= total) {
+      std::fprintf(stderr, "\n");
+      *finished = true;
+    }
     std::fflush(stderr);
   };
 }

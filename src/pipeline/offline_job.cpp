@@ -57,7 +57,7 @@ Result<JobSummary> RunOfflineJob(const JobConfig& cfg, Detector* detector, const
   sum.input_status = in.end_status();
   if (!write_status) return Status::Error("writing " + cfg.output + " failed: " + write_status.message());
   if (!fin) return Status::Error("finishing " + cfg.output + " failed: " + fin.message());
-  if (progress) progress(sum.frames, sum.frames, sum.wall_ms);
+  if (progress) progress(sum.frames, sum.frames, sum.wall_ms);  // completes the bar when the estimate was off
   return sum;
 }
 

@@ -9,6 +9,26 @@
 
 namespace veil {
 
+Result<std::vector<Detections>> DnnDetector::Detect(const std::vector<cv::Mat>& images, float score) {
+  if (images.empty()) return std::vector<Detections>{};
+  for (const auto& im : images)
+    if (im.empty() || im.type() != CV_8UC3 || im.size() != images[0].size())
+      return Status::Error(name() + ": images must be non-empty BGR (CV_8UC3) of one size");
+  if (images.size() > 1 && batch_ok_) {
+    auto r = RunBatch(images, score);
+    if (r) return r;
+    batch_ok_ = false;
+  }
+  std::vector<Detections> all;
+  all.reserve(images.size());
+  for (const auto& im : images) {
+    auto r = RunBatch({im}, score);
+    if (!r) return r.status();
+    all.push_back(std::move(r->front()));
+  }
+  return all;
+}
+
 Status Validate(const DetectorConfig& c) {
   if (c.family != "yunet" && c.family != "ultraface")
     return Status::Error("detector must be 'yunet' or 'ultraface', got '" + c.family + "'");

@@ -24,6 +24,22 @@ class Detector {
   virtual bool native_batch() const = 0;
 };
 
+// A detector over an OpenCV DNN graph: validates the images, runs them as one
+// batch, and falls back to one pass per image (remembered) when the graph has
+// a fixed batch of 1.
+class DnnDetector : public Detector {
+ public:
+  Result<std::vector<Detections>> Detect(const std::vector<cv::Mat>& images, float score_threshold) final;
+  bool native_batch() const final { return batch_ok_; }
+
+ protected:
+  // One forward pass over `images` (validated: non-empty BGR, one size).
+  virtual Result<std::vector<Detections>> RunBatch(const std::vector<cv::Mat>& images, float score) = 0;
+
+ private:
+  bool batch_ok_ = true;
+};
+
 struct DetectorConfig {
   std::string family = "yunet";  // yunet | ultraface
   std::string model_path;        // explicit file; empty = resolve by name

@@ -49,7 +49,7 @@ Detections UltraFaceDecode(const cv::Mat& scores, const cv::Mat& boxes, int b, c
   return Nms(std::move(dets), nms_iou);
 }
 
-Result<std::vector<Detections>> UltraFaceDetector::Run(const std::vector<cv::Mat>& images, float score) {
+Result<std::vector<Detections>> UltraFaceDetector::RunBatch(const std::vector<cv::Mat>& images, float score) {
   std::vector<cv::Mat> outs;
   try {
     UltraFaceBlob(images, input_, blob_);
@@ -65,25 +65,6 @@ Result<std::vector<Detections>> UltraFaceDetector::Run(const std::vector<cv::Mat
   for (size_t b = 0; b < images.size(); ++b)
     res.push_back(UltraFaceDecode(outs[0], outs[1], int(b), images[b].size(), score, nms_));
   return res;
-}
-
-Result<std::vector<Detections>> UltraFaceDetector::Detect(const std::vector<cv::Mat>& images,
-                                                          float score_threshold) {
-  if (images.empty()) return std::vector<Detections>{};
-  for (const auto& im : images)
-    if (im.type() != CV_8UC3 || im.empty()) return Status::Error("ultraface: images must be non-empty BGR");
-  if (images.size() > 1 && batch_ok_) {
-    auto r = Run(images, score_threshold);
-    if (r) return r;
-    batch_ok_ = false;
-  }
-  std::vector<Detections> all;
-  for (const auto& im : images) {
-    auto r = Run({im}, score_threshold);
-    if (!r) return r.status();
-    all.push_back(std::move(r->front()));
-  }
-  return all;
 }
 
 }  // namespace veil

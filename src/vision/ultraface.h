@@ -13,22 +13,19 @@ void UltraFaceBlob(const std::vector<cv::Mat>& images, cv::Size input, cv::Mat& 
 Detections UltraFaceDecode(const cv::Mat& scores, const cv::Mat& boxes, int batch_index,
                            cv::Size image, float score_threshold, float nms_iou);
 
-class UltraFaceDetector : public Detector {
+class UltraFaceDetector : public DnnDetector {
  public:
   UltraFaceDetector(cv::dnn::Net net, cv::Size input, float nms_iou)
       : net_(std::move(net)), input_(input), nms_(nms_iou) {}
   std::string name() const override { return "ultraface-" + std::to_string(input_.width); }
-  Result<std::vector<Detections>> Detect(const std::vector<cv::Mat>& images,
-                                         float score_threshold) override;
-  bool native_batch() const override { return batch_ok_; }
+ protected:
+  Result<std::vector<Detections>> RunBatch(const std::vector<cv::Mat>& images, float score) override;
 
  private:
-  Result<std::vector<Detections>> Run(const std::vector<cv::Mat>& images, float score);
   cv::dnn::Net net_;
   cv::Mat blob_;
   cv::Size input_;
   float nms_;
-  bool batch_ok_ = true;
 };
 
 }  // namespace veil

@@ -70,7 +70,7 @@ Detections YuNetDecode(const std::vector<cv::Mat>& outs, int b, cv::Size padded,
   return Nms(std::move(dets), nms_iou);
 }
 
-Result<std::vector<Detections>> YuNetDetector::Run(const std::vector<cv::Mat>& images, float score) {
+Result<std::vector<Detections>> YuNetDetector::RunBatch(const std::vector<cv::Mat>& images, float score) {
   const cv::Size padded = YuNetPaddedSize(images[0].size());
   YuNetBlob(images, padded, blob_);
   std::vector<cv::Mat> outs;
@@ -88,27 +88,6 @@ Result<std::vector<Detections>> YuNetDetector::Run(const std::vector<cv::Mat>& i
   for (size_t b = 0; b < images.size(); ++b)
     res.push_back(YuNetDecode(outs, int(b), padded, images[b].size(), score, nms_));
   return res;
-}
-
-Result<std::vector<Detections>> YuNetDetector::Detect(const std::vector<cv::Mat>& images,
-                                                      float score_threshold) {
-  if (images.empty()) return std::vector<Detections>{};
-  for (const auto& im : images) {
-    if (im.type() != CV_8UC3 || im.size() != images[0].size() || im.empty())
-      return Status::Error("yunet: images must be non-empty BGR of one size");
-  }
-  if (images.size() > 1 && batch_ok_) {
-    auto r = Run(images, score_threshold);
-    if (r) return r;
-    batch_ok_ = false;  // the graph has a fixed batch of 1: fall back to one pass per image
-  }
-  std::vector<Detections> all;
-  for (const auto& im : images) {
-    auto r = Run({im}, score_threshold);
-    if (!r) return r.status();
-    all.push_back(std::move(r->front()));
-  }
-  return all;
 }
 
 }  // namespace veil

@@ -18,20 +18,17 @@ void YuNetBlob(const std::vector<cv::Mat>& images, cv::Size padded, cv::Mat& blo
 Detections YuNetDecode(const std::vector<cv::Mat>& outs, int batch_index, cv::Size padded,
                        cv::Size image, float score_threshold, float nms_iou);
 
-class YuNetDetector : public Detector {
+class YuNetDetector : public DnnDetector {
  public:
   explicit YuNetDetector(cv::dnn::Net net, float nms_iou) : net_(std::move(net)), nms_(nms_iou) {}
   std::string name() const override { return "yunet"; }
-  Result<std::vector<Detections>> Detect(const std::vector<cv::Mat>& images,
-                                         float score_threshold) override;
-  bool native_batch() const override { return batch_ok_; }
+ protected:
+  Result<std::vector<Detections>> RunBatch(const std::vector<cv::Mat>& images, float score) override;
 
  private:
-  Result<std::vector<Detections>> Run(const std::vector<cv::Mat>& images, float score);
   cv::dnn::Net net_;
   cv::Mat blob_;
   float nms_;
-  bool batch_ok_ = true;  // cleared if the graph rejects N > 1; then images run one by one
 };
 
 }  // namespace veil
