@@ -14,17 +14,17 @@ if [ ! -f "$video/tears_of_steel_actors_640x360.mp4" ]; then
 fi
 mkdir -p "$out"
 ff() { ffmpeg -nostdin -hide_banner -loglevel error -y "$@"; }
-stamp="$out/.stamp-v2"
+stamp="$out/.stamp-v3"
 if [ -f "$stamp" ]; then exit 0; fi
 
 tos="$video/tears_of_steel_actors_640x360.mp4"
 asl="$video/asl_gestures_book.mkv"
 # 720p30 VP8 IVF, 10 s: the main demo/bench input (faces 120-240 px after upscaling).
-ff -i "$tos" -vf "scale=1280:720:flags=bicubic,fps=30" -c:v libvpx -b:v 2500k -deadline realtime -cpu-used 8 \
+ff -i "$tos" -vf "scale=1280:720:flags=bicubic,fps=30" -c:v libvpx -b:v 2500k -deadline realtime -cpu-used -8 -threads 1 \
    -g 60 "$out/sample_720p30.ivf"
 # Short 720p30 VP8 in WebM with an Opus track (audio pass-through).
 ff -i "$tos" -f lavfi -i "sine=frequency=440:sample_rate=48000" -t 3 \
-   -vf "scale=1280:720,fps=30" -c:v libvpx -b:v 2000k -deadline realtime -cpu-used 8 \
+   -vf "scale=1280:720,fps=30" -c:v libvpx -b:v 2000k -deadline realtime -cpu-used -8 -threads 1 \
    -c:a libopus -b:a 64k -shortest "$out/sample_opus.webm"
 # H.264 + AAC in MP4 and H.264 in MKV (from the webcam clip).
 ff -i "$asl" -f lavfi -i "sine=frequency=660:sample_rate=48000" -t 3 -c:v libx264 -preset veryfast \
@@ -35,9 +35,21 @@ ff -i "$tos" -t 1 -pix_fmt yuv420p "$out/sample.y4m"
 # Damaged inputs: truncated, corrupted in the middle, random bytes, not video.
 size=$(stat -c %s "$out/sample_720p30.ivf")
 head -c $((size * 6 / 10)) "$out/sample_720p30.ivf" > "$out/truncated.ivf"
+# corrupt.ivf: the VP8 frame tags of frames 150-152 overwritten with 0xff (a
+# first-partition size larger than the frame): the decoder must reject them.
 cp "$out/sample_720p30.ivf" "$out/corrupt.ivf"
-dd if=/dev/urandom of="$out/corrupt.ivf" bs=1 seek=$((size / 2)) count=20000 conv=notrunc status=none
-head -c 200000 /dev/urandom > "$out/garbage.mp4"
+u32le() { od -An -t u4 -j "$2" -N 4 "$1" | tr -d ' '; }
+pos=32
+for ((i = 0; i < 153; i++)); do
+  fsize=$(u32le "$out/corrupt.ivf" "$pos")
+  if [ "$i" -ge 150 ]; then
+    printf '\xff\xff\xff\xff\xff\xff' | dd of="$out/corrupt.ivf" bs=1 seek=$((pos + 12)) conv=notrunc status=none
+  fi
+  pos=$((pos + 12 + fsize))
+done
+# garbage.mp4: 200 kB of compressed payload from the middle of a clip (high
+# entropy, deterministic), no container.
+dd if="$out/sample_720p30.ivf" of="$out/garbage.mp4" bs=1000 skip=100 count=200 status=none
 echo "this is not a video" > "$out/not_video.ivf"
 touch "$stamp"
 echo "make-test-media: wrote $(ls "$out" | wc -l) files to $out"

@@ -20,10 +20,10 @@ struct RunResult {
   std::string out;  // stdout + stderr
 };
 
-// Runs `veil ARGS` (through the shell), capturing output and exit code.
-inline RunResult RunVeil(const std::string& args) {
+// Runs `[ENV=...] veil ARGS` (through the shell), capturing output and exit code.
+inline RunResult RunVeil(const std::string& args, const std::string& env_prefix = "") {
   RunResult r;
-  const std::string cmd = std::string(VEIL_BIN) + " " + args + " 2>&1";
+  const std::string cmd = env_prefix + std::string(VEIL_BIN) + " " + args + " 2>&1";
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) return r;
   char buf[4096];

@@ -12,26 +12,27 @@ namespace veil::cli {
 void RegisterAnonymize(CLI::App& app, int* rc) {
   struct Opts {
     std::string in, out;
-    PrivacyOptions privacy;
-    EncodeOptions encode;
+    ConfigOptions config;
     int64_t max_frames = 0;
     bool json = false;
   };
   auto o = std::make_shared<Opts>();
   CLI::App* sub = app.add_subcommand("anonymize", "Pixelate every face in a video file");
-  sub->add_option("input", o->in, "Input video (IVF/WebM/MP4/MKV/Y4M)")->required();
-  sub->add_option("-o,--output", o->out, "Output (.ivf/.webm VP8, .mp4/.mkv H.264, .y4m raw)")->required();
-  AddPrivacyOptions(*sub, o->privacy);
-  AddEncodeOptions(*sub, o->encode);
+  sub->add_option("input", o->in, "Input video (IVF/WebM/MP4/MKV/Y4M)");
+  sub->add_option("-o,--output", o->out, "Output (.ivf/.webm VP8, .mp4/.mkv H.264, .y4m raw)");
+  AddConfigOptions(*sub, o->config);
   sub->add_option("--max-frames", o->max_frames, "Stop after N frames (0 = all)")->check(CLI::NonNegativeNumber);
   sub->add_flag("--json", o->json, "Print the summary as JSON on stdout");
   sub->callback([o, rc] {
-    auto pc = o->privacy.Build();
-    if (!pc) return Fail(rc, 2, pc.error());
+    auto cfg = Resolve(o->config);
+    if (!cfg) return Fail(rc, 2, cfg.error());
+    if (PrintConfigIfAsked(o->config, cfg->config)) return;
+    if (o->in.empty() || o->out.empty()) return Fail(rc, 2, "usage: veil anonymize IN -o OUT [options]");
+    const PrivacyConfig* pc = &cfg->privacy;
     std::unique_ptr<Detector> det;
     std::string source;
     if (pc->mode == Mode::kAnonymize) {
-      auto d = LoadDetector(o->privacy.detector, &source);
+      auto d = LoadDetector(cfg->detector, &source);
       if (!d) return Fail(rc, 2, d.error());
       det = std::move(*d);
     }
@@ -39,8 +40,8 @@ void RegisterAnonymize(CLI::App& app, int* rc) {
     jc.input = o->in;
     jc.output = o->out;
     jc.privacy = *pc;
-    jc.encoder = o->encode.enc;
-    jc.reader.decoder_threads = o->encode.decode_threads;
+    jc.encoder = cfg->encoder;
+    jc.reader.decoder_threads = cfg->decode_threads;
     jc.max_frames = o->max_frames;
     if (!o->json && det) fmt::print(stderr, "veil: detector {} ({})\n", det->name(), source);
     auto res = RunOfflineJob(jc, det.get(), o->json ? ProgressFn{} : TerminalProgress());

@@ -15,26 +15,27 @@ namespace veil::cli {
 void RegisterBench(CLI::App& app, int* rc) {
   struct Opts {
     std::string in, out_dir;
-    PrivacyOptions privacy;
-    EncodeOptions encode;
+    ConfigOptions config;
     int repeat = 1;
     int64_t max_frames = 0;
     bool json = false;
   };
   auto o = std::make_shared<Opts>();
   CLI::App* sub = app.add_subcommand("bench", "Cost of anonymize vs bypass on one input, in one run");
-  sub->add_option("input", o->in, "Input video")->required();
-  AddPrivacyOptions(*sub, o->privacy);
-  AddEncodeOptions(*sub, o->encode);
+  sub->add_option("input", o->in, "Input video");
+  AddConfigOptions(*sub, o->config);
   sub->add_option("--repeat", o->repeat, "Alternate bypass/anonymize this many times")->check(CLI::Range(1, 20));
   sub->add_option("--max-frames", o->max_frames, "Frames per run (0 = all)")->check(CLI::NonNegativeNumber);
   sub->add_option("--out-dir", o->out_dir, "Keep the encoded outputs here (default: temporary, deleted)");
   sub->add_flag("--json", o->json, "Print results as JSON on stdout");
   sub->callback([o, rc] {
-    auto pc = o->privacy.Build();
-    if (!pc) return Fail(rc, 2, pc.error());
+    auto cfg = Resolve(o->config);
+    if (!cfg) return Fail(rc, 2, cfg.error());
+    if (PrintConfigIfAsked(o->config, cfg->config)) return;
+    if (o->in.empty()) return Fail(rc, 2, "an input file is required");
+    const PrivacyConfig* pc = &cfg->privacy;
     std::string source;
-    auto det = LoadDetector(o->privacy.detector, &source);
+    auto det = LoadDetector(cfg->detector, &source);
     if (!det) return Fail(rc, 2, det.error());
     namespace fs = std::filesystem;
     const bool keep = !o->out_dir.empty();
@@ -43,7 +44,7 @@ void RegisterBench(CLI::App& app, int* rc) {
     fs::create_directories(dir, ec);
     if (ec) return Fail(rc, 2, "cannot create " + dir.string() + ": " + ec.message());
     // Same container/codec as the input's family: VP8 in IVF unless the input is H.264.
-    std::string ext = o->encode.enc.codec == "h264" ? "mkv" : "ivf";
+    std::string ext = cfg->encoder.codec == "h264" ? "mkv" : "ivf";
     nlohmann::json runs = nlohmann::json::array();
     double cpu[2] = {0, 0};
     int64_t frames[2] = {0, 0};
@@ -55,8 +56,8 @@ void RegisterBench(CLI::App& app, int* rc) {
         jc.output = (dir / fmt::format("bench-{}.{}", k == 0 ? "bypass" : "anonymize", ext)).string();
         jc.privacy = *pc;
         jc.privacy.mode = k == 0 ? Mode::kBypass : Mode::kAnonymize;
-        jc.encoder = o->encode.enc;
-        jc.reader.decoder_threads = o->encode.decode_threads;
+        jc.encoder = cfg->encoder;
+        jc.reader.decoder_threads = cfg->decode_threads;
         jc.max_frames = o->max_frames;
         auto res = RunOfflineJob(jc, det->get());
         if (!res || !res->input_status.ok()) {

@@ -20,7 +20,7 @@ void RegisterEval(CLI::App& app, int* rc) {
     bool no_letterbox = false, photos_only = false, motion_only = false, json = false;
     int max_images = 0;
     MotionEvalOptions motion;
-    PrivacyOptions privacy;
+    ConfigOptions config;
   };
   auto o = std::make_shared<Opts>();
   CLI::App* sub = app.add_subcommand("eval", "Detector recall/precision and privacy leak rate on annotated photos");
@@ -34,18 +34,22 @@ void RegisterEval(CLI::App& app, int* rc) {
   sub->add_flag("--photos-only", o->photos_only, "Only the photo evaluation");
   sub->add_flag("--motion-only", o->motion_only, "Only the moving-clip evaluation");
   sub->add_flag("--json", o->json, "JSON on stdout");
-  AddPrivacyOptions(*sub, o->privacy, "--live-detect-size");
+  AddConfigOptions(*sub, o->config, {{"privacy.detect_size", "live-detect-size"}});
   sub->callback([o, rc] {
     if (o->faces.empty()) o->faces = AssetsDir() + "/faces";
     auto gt = LoadGroundTruth(o->faces);
     auto size = ParseSize(o->photo_size);
-    auto pc = o->privacy.Build();
-    for (const Status& s : {gt.status(), size.status(), pc.status()})
+    auto cfg = Resolve(o->config);
+    if (!cfg) return Fail(rc, 2, cfg.error());
+    if (PrintConfigIfAsked(o->config, cfg->config)) return;
+    const PrivacyConfig* pc = &cfg->privacy;
+    const Settings& st = cfg->config.settings();
+    for (const Status& s : {gt.status(), size.status()})
       if (!s.ok()) return Fail(rc, 2, s.message());
     if (pc->mode != Mode::kAnonymize)
-      return Fail(rc, 2, "eval measures the anonymize mode; --mode " + o->privacy.mode + " makes no sense here");
+      return Fail(rc, 2, "eval measures the anonymize mode; --mode " + st.mode + " makes no sense here");
     std::string source;
-    auto det = LoadDetector(o->privacy.detector, &source);
+    auto det = LoadDetector(cfg->detector, &source);
     if (!det) return Fail(rc, 2, det.error());
     nlohmann::json out = {{"detector", (*det)->name()}, {"faces_dir", o->faces}};
     if (!o->motion_only) {
@@ -74,13 +78,13 @@ void RegisterEval(CLI::App& app, int* rc) {
       auto r = RunMotionEval(*gt, *pc, det->get(), o->motion);
       if (!r) return Fail(rc, 1, r.error());
       out["motion"] = r->ToJson();
-      out["motion"]["settings"] = {{"detect_size", o->privacy.detect_size}, {"detect_every", o->privacy.detect_every},
-                                   {"score", o->privacy.score}, {"low_score", o->privacy.low_score},
-                                   {"margin", o->privacy.margin}, {"frames_per_photo", o->motion.frames_per_photo}};
+      out["motion"]["settings"] = {{"detect_size", st.detect_size}, {"detect_every", st.detect_every},
+                                   {"score", st.score}, {"low_score", st.low_score},
+                                   {"margin", st.margin}, {"frames_per_photo", o->motion.frames_per_photo}};
       if (!o->json) {
         fmt::print("Moving clip: {} frames ({}x{}, {} per photo), detect {} every {} frame(s)\n", r->frames,
-                   o->motion.canvas.width, o->motion.canvas.height, o->motion.frames_per_photo, o->privacy.detect_size,
-                   o->privacy.detect_every);
+                   o->motion.canvas.width, o->motion.canvas.height, o->motion.frames_per_photo, st.detect_size,
+                   st.detect_every);
         fmt::print("  face-frame leak rate (>=40 px): all {:.2f}% ({}/{}), clear {:.2f}% ({}/{})\n",
                    100 * r->leak_rate(), r->leaked, r->face_frames, 100 * r->clear_leak_rate(), r->clear_leaked,
                    r->clear_face_frames);

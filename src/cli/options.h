@@ -1,38 +1,45 @@
-// Command-line options shared by the subcommands that run the privacy path.
+// Command-line side of the one typed configuration (src/config): every config
+// key with a flag becomes an option; --config FILE, --set KEY=VALUE and
+// --print-config are shared by the subcommands.
 #pragma once
+#include <map>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
+#include "config/config.h"
 #include "core/status.h"
-#include "media/media_types.h"
-#include "privacy/privacy_stage.h"
-#include "vision/detector.h"
 
 namespace veil::cli {
 
-struct PrivacyOptions {
-  std::string mode = "anonymize";
-  std::string detect_size = "640x360";
-  std::string detect_every = "3";
-  std::string cell = "auto";
-  double cells_across = 8, margin = 0.2, max_age_ms = 200, detect_budget_ms = 5;
-  int min_cell = 8, full_cell = 40, max_coast = 30;
-  float score = 0.5f, low_score = 0.3f;
-  bool no_scene_cut = false;
-  DetectorConfig detector;
-  // Builds the typed config; every value is validated, nothing is silently replaced.
-  Result<PrivacyConfig> Build() const;
+struct ConfigOptions {
+  std::string file;
+  std::vector<std::string> sets;
+  bool print = false;
+  std::map<std::string, std::string> flag_text;            // key -> text given on the command line
+  std::vector<std::pair<std::string, CLI::Option*>> flags;  // key -> option
+  // Defaults < file < environment < flags/--set; every step validated.
+  Result<Config> Build() const;
 };
 
-struct EncodeOptions {
-  EncoderOptions enc;
+// Adds the config options. `renames` maps a key to a different flag name for
+// this subcommand (e.g. eval's --live-detect-size).
+void AddConfigOptions(CLI::App& app, ConfigOptions& o, const std::map<std::string, std::string>& renames = {});
+
+// The typed, validated structures every subcommand needs.
+struct Resolved {
+  Config config;
+  PrivacyConfig privacy;
+  DetectorConfig detector;
+  EncoderOptions encoder;
   int decode_threads = 1;
 };
+Result<Resolved> Resolve(const ConfigOptions& o);
 
-void AddPrivacyOptions(CLI::App& app, PrivacyOptions& o, const std::string& size_flag = "--detect-size");
-void AddDetectorOptions(CLI::App& app, DetectorConfig& d);
-void AddEncodeOptions(CLI::App& app, EncodeOptions& o);
+// Handles --print-config: prints the effective configuration and returns true.
+bool PrintConfigIfAsked(const ConfigOptions& o, const Config& c);
+
 Result<cv::Size> ParseSize(const std::string& s);
 // Prints "veil: <message>" on stderr and sets the process exit code.
 void Fail(int* rc, int code, const std::string& message);

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
+#include <fstream>
 
 #include <opencv2/imgproc.hpp>
 #include <variant>
@@ -159,7 +160,7 @@ TEST(Cli, BadInputsAreClearErrors) {
       {"anonymize " + Media("garbage.mp4") + " -o " + out, "cannot open", 1},
       {"anonymize " + Media("not_video.ivf") + " -o " + out, "cannot open", 1},
       {"anonymize /nonexistent.ivf -o " + out, "cannot open", 1},
-      {"anonymize " + in + " -o " + out + " --detect-size 0x0", "out of range", 2},
+      {"anonymize " + in + " -o " + out + " --detect-size 0x0", "detect size", 2},
       {"anonymize " + in + " -o " + out + " --detect-size big", "WxH", 2},
       {"anonymize " + in + " -o " + out + " --cell 0", "degenerate", 2},
       {"anonymize " + in + " -o " + out + " --min-cell 1", "min_cell", 2},
@@ -170,16 +171,39 @@ TEST(Cli, BadInputsAreClearErrors) {
       {"anonymize " + in + " -o " + out + " --model /nonexistent.onnx", "not found", 2},
       {"anonymize " + in + " -o " + out + " --model " + Media("sample.y4m"), "sha256", 2},
       {"anonymize " + in + " -o /tmp/x.avi", "output format", 1},
-      {"anonymize " + in + " -o " + out + " --mode blurry", "blurry", 105},
+      {"anonymize " + in + " -o " + out + " --mode blurry", "blurry", 2},
+      {"anonymize " + in + " -o " + out + " --set mosaic.pixel_size=1", "mosaic.pixel_size", 2},
+      {"anonymize " + in + " -o " + out + " --min-cell eight", "mosaic.min_cell", 2},
       {"anonymize " + in + " -o " + out + " --unknown-flag", "unknown-flag", 109},
   };
   for (const auto& c : cases) {
     auto r = RunVeil(c.args);
     EXPECT_NE(r.rc, 0) << c.args;
-    if (c.rc < 100) EXPECT_EQ(r.rc, c.rc) << c.args << "\n" << r.out;
+    if (c.rc < 100) {
+      EXPECT_EQ(r.rc, c.rc) << c.args << "\n" << r.out;
+    }
     EXPECT_LT(r.rc, 128) << "crashed: " << c.args;
     EXPECT_NE(r.out.find(c.expect), std::string::npos) << c.args << "\n" << r.out;
   }
+}
+
+TEST(Cli, ConfigFileEnvAndFlagsWithUnknownKeysRejected) {
+  const std::string cfg = test::TempPath("veil.toml");
+  std::ofstream(cfg) << "[privacy]\ndetect_every = 2\n[mosaic]\nmargin = 0.3\n";
+  auto r = RunVeil("anonymize --config " + cfg + " --margin 0.25 --print-config");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  EXPECT_NE(r.out.find("detect_every = \"2\"  # file"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("margin = 0.25  # flag"), std::string::npos) << r.out;
+  std::ofstream(cfg) << "[inference]\nbatch_wait_us = 500\n";
+  r = RunVeil("anonymize " + Media("sample.y4m") + " -o /tmp/x.ivf --config " + cfg);
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.out.find("inference.batch_wait_us"), std::string::npos) << r.out;
+  r = RunVeil("anonymize --print-config 2>&1", "VEIL_PRIVACY__DETECT_EVERY=5 VEIL_ENCODE__WORKERS=4 ");
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.out.find("VEIL_ENCODE__WORKERS"), std::string::npos) << r.out;
+  r = RunVeil("anonymize --print-config", "VEIL_PRIVACY__DETECT_EVERY=5 ");
+  EXPECT_NE(r.out.find("detect_every = \"5\"  # env"), std::string::npos) << r.out;
+  std::filesystem::remove(cfg);
 }
 
 TEST(Cli, BenchReportsTheRatio) {

@@ -1,0 +1,314 @@
+#include "config/config.h"
+
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <sstream>
+
+#include <toml.hpp>
+
+namespace veil {
+namespace {
+
+cv::Size ParseSizeOr(const std::string& s, Status* err) {
+  const auto x = s.find('x');
+  int w = 0, h = 0;
+  if (x != std::string::npos) {
+    auto r1 = std::from_chars(s.data(), s.data() + x, w);
+    auto r2 = std::from_chars(s.data() + x + 1, s.data() + s.size(), h);
+    if (r1.ec == std::errc() && r1.ptr == s.data() + x && r2.ec == std::errc() && r2.ptr == s.data() + s.size())
+      return {w, h};
+  }
+  *err = Status::Error("privacy.detect_size must look like WxH, got '" + s + "'");
+  return {};
+}
+
+template <typename T>
+KeySpec Key(std::string key, std::string flag, std::string doc, T Settings::*field) {
+  using Stored = std::conditional_t<std::is_same_v<T, int64_t> || std::is_same_v<T, double> ||
+                                        std::is_same_v<T, bool>,
+                                    T, std::string>;
+  const Settings defaults;
+  KeySpec k;
+  k.key = std::move(key);
+  k.flag = std::move(flag);
+  k.doc = std::move(doc);
+  k.def = Value(Stored(defaults.*field));
+  k.set = [field](Settings& s, const Value& v) { s.*field = std::get<Stored>(v); };
+  k.get = [field](const Settings& s) { return Value(Stored(s.*field)); };
+  return k;
+}
+
+// Converts text (env, flags) to the key's type.
+Result<Value> ParseText(const KeySpec& k, const std::string& t) {
+  auto bad = [&](const char* what) {
+    return Status::Error("config key " + k.key + " needs " + what + ", got '" + t + "'");
+  };
+  switch (k.def.index()) {
+    case 0: {
+      int64_t v = 0;
+      auto r = std::from_chars(t.data(), t.data() + t.size(), v);
+      if (t.empty() || r.ec != std::errc() || r.ptr != t.data() + t.size()) return bad("an integer");
+      return Value(v);
+    }
+    case 1: {
+      char* end = nullptr;
+      const double v = std::strtod(t.c_str(), &end);
+      if (t.empty() || end != t.c_str() + t.size() || !std::isfinite(v)) return bad("a number");
+      return Value(v);
+    }
+    case 2:
+      if (t == "true" || t == "1") return Value(true);
+      if (t == "false" || t == "0") return Value(false);
+      return bad("true or false");
+    default:
+      return Value(t);
+  }
+}
+
+Result<Value> FromToml(const KeySpec& k, const toml::value& v) {
+  const auto wrong = [&](const char* what) {
+    return Status::Error("config key " + k.key + " needs " + what);
+  };
+  switch (k.def.index()) {
+    case 0:
+      if (!v.is_integer()) return wrong("an integer");
+      return Value(int64_t(v.as_integer()));
+    case 1:
+      if (v.is_integer()) return Value(double(v.as_integer()));
+      if (!v.is_floating()) return wrong("a number");
+      return Value(double(v.as_floating()));
+    case 2:
+      if (!v.is_boolean()) return wrong("true or false");
+      return Value(bool(v.as_boolean()));
+    default:
+      if (v.is_integer()) return Value(std::to_string(v.as_integer()));  // e.g. detect_every = 3
+      if (!v.is_string()) return wrong("a string");
+      return Value(std::string(v.as_string().str));
+  }
+}
+
+}  // namespace
+
+const char* SourceName(Source s) {
+  switch (s) {
+    case Source::kDefault: return "default";
+    case Source::kFile: return "file";
+    case Source::kEnv: return "env";
+    case Source::kFlag: return "flag";
+  }
+  return "?";
+}
+
+std::string FormatValue(const Value& v) {
+  switch (v.index()) {
+    case 0: return std::to_string(std::get<int64_t>(v));
+    case 1: {
+      std::ostringstream o;
+      o << std::get<double>(v);
+      std::string s = o.str();
+      if (s.find_first_of(".e") == std::string::npos) s += ".0";
+      return s;
+    }
+    case 2: return std::get<bool>(v) ? "true" : "false";
+    default: return "\"" + std::get<std::string>(v) + "\"";
+  }
+}
+
+const std::vector<KeySpec>& ConfigKeys() {
+  using S = Settings;
+  static const std::vector<KeySpec> keys = {
+      Key("privacy.mode", "mode", "anonymize | bypass | full_blur", &S::mode),
+      Key("privacy.detect_size", "detect-size", "box the detection copy fits in, WxH (aspect kept)", &S::detect_size),
+      Key("privacy.detect_every", "detect-every", "detect every N frames, or 'auto' (by detect_budget_ms)", &S::detect_every),
+      Key("privacy.detect_budget_ms", "detect-budget", "auto cadence: detection ms per frame to aim for", &S::detect_budget_ms),
+      Key("privacy.max_age_ms", "max-age-ms", "older detection result -> whole-frame mosaic (fail-closed)", &S::max_age_ms),
+      Key("privacy.scene_cut", "scene-cut", "a scene cut forces detection on that frame", &S::scene_cut),
+      Key("privacy.scene_cut_threshold", "", "mean abs luma difference of 32x18 thumbnails that is a cut", &S::scene_cut_threshold),
+      Key("mosaic.cell", "cell", "'auto' (adapts to the face) or a fixed cell size in px", &S::cell),
+      Key("mosaic.cells_across", "cells-across", "adaptive mosaic: cells across a face", &S::cells_across),
+      Key("mosaic.min_cell", "min-cell", "adaptive mosaic: smallest cell, px", &S::min_cell),
+      Key("mosaic.full_cell", "full-cell", "cell of whole-frame mosaic (full_blur, fail-closed), px", &S::full_cell),
+      Key("mosaic.margin", "margin", "grow each face box by this fraction per side", &S::margin),
+      Key("tracker.score", "score", "detection score that starts a track", &S::score),
+      Key("tracker.low_score", "low-score", "lowest detection score kept (matched to tracks, masked)", &S::low_score),
+      Key("tracker.max_coast", "max-coast", "frames a track survives without a detection", &S::max_coast),
+      Key("detector.family", "detector", "yunet | ultraface", &S::detector),
+      Key("detector.model", "model", "model file (default: $VEIL_MODEL_DIR, data dir, assets, embedded)", &S::model),
+      Key("detector.model_sha256", "model-sha256", "accept a model file with this sha256 (custom models)", &S::model_sha256),
+      Key("detector.threads", "threads", "inference threads", &S::threads),
+      Key("detector.nms_iou", "", "non-maximum suppression IoU", &S::nms_iou),
+      Key("encoder.codec", "codec", "vp8 | h264 | rawvideo (empty: from the output extension)", &S::codec),
+      Key("encoder.bitrate_kbps", "bitrate", "video bitrate, kbps (0: by resolution)", &S::bitrate_kbps),
+      Key("encoder.threads", "encode-threads", "encoder threads", &S::encode_threads),
+      Key("encoder.keyint", "keyint", "a keyframe at least every N frames", &S::keyint),
+      Key("encoder.vp8_speed", "vp8-speed", "libvpx cpu-used: -16..-1 fixed speed, 1..16 adaptive", &S::vp8_speed),
+      Key("decoder.threads", "decode-threads", "decoder threads", &S::decode_threads),
+  };
+  return keys;
+}
+
+const KeySpec* FindKey(const std::string& key) {
+  for (const auto& k : ConfigKeys())
+    if (k.key == key) return &k;
+  return nullptr;
+}
+
+std::string EnvName(const std::string& key) {
+  std::string e = "VEIL_";
+  for (char c : key) {
+    if (c == '.') e += "__";
+    else e += char(std::toupper(static_cast<unsigned char>(c)));
+  }
+  return e;
+}
+
+Source Config::source(const std::string& key) const {
+  auto it = sources_.find(key);
+  return it == sources_.end() ? Source::kDefault : it->second;
+}
+
+Status Config::Set(const KeySpec& k, const Value& v, Source src) {
+  k.set(s_, v);
+  sources_[k.key] = src;
+  return Status::Ok();
+}
+
+Status Config::SetText(const std::string& key, const std::string& text, Source src) {
+  const KeySpec* k = FindKey(key);
+  if (!k) return Status::Error("unknown config key '" + key + "'");
+  auto v = ParseText(*k, text);
+  if (!v) return v.status();
+  return Set(*k, *v, src);
+}
+
+Status Config::LoadFile(const std::string& path) {
+  toml::value root;
+  try {
+    root = toml::parse(path);
+  } catch (const std::exception& e) {
+    return Status::Error("cannot read config " + path + ": " + e.what());
+  }
+  if (!root.is_table()) return Status::Error("config " + path + ": not a TOML table");
+  for (const auto& [section, table] : root.as_table()) {
+    if (!table.is_table()) return Status::Error("config " + path + ": unknown key '" + section + "' (keys live in sections)");
+    for (const auto& [name, value] : table.as_table()) {
+      const std::string key = section + "." + name;
+      const KeySpec* k = FindKey(key);
+      if (!k) return Status::Error("config " + path + ": unknown key '" + key + "'");
+      auto v = FromToml(*k, value);
+      if (!v) return Status::Error("config " + path + ": " + v.error());
+      Set(*k, *v, Source::kFile);
+    }
+  }
+  return Status::Ok();
+}
+
+Status Config::LoadEnv(char** envp) {
+  for (char** e = envp; e && *e; ++e) {
+    const char* eq = std::strchr(*e, '=');
+    if (!eq) continue;
+    const std::string name(*e, eq - *e);
+    // Only VEIL_<SECTION>__<KEY> names are config; VEIL_ASSETS, VEIL_MODEL_DIR are paths.
+    if (name.rfind("VEIL_", 0) != 0 || name.find("__") == std::string::npos) continue;
+    const KeySpec* match = nullptr;
+    for (const auto& k : ConfigKeys())
+      if (EnvName(k.key) == name) match = &k;
+    if (!match) return Status::Error("unknown config variable " + name + " in the environment");
+    if (Status s = SetText(match->key, eq + 1, Source::kEnv); !s)
+      return Status::Error(name + ": " + s.message());
+  }
+  return Status::Ok();
+}
+
+std::string Config::Dump() const {
+  std::string out, section;
+  for (const auto& k : ConfigKeys()) {
+    const std::string sec = k.key.substr(0, k.key.find('.'));
+    if (sec != section) {
+      out += (out.empty() ? "[" : "\n[") + sec + "]\n";
+      section = sec;
+    }
+    out += k.key.substr(sec.size() + 1) + " = " + FormatValue(k.get(s_)) + "  # " + SourceName(source(k.key)) +
+           ": " + k.doc + "\n";
+  }
+  return out;
+}
+
+Result<PrivacyConfig> Config::BuildPrivacy() const {
+  const Settings& s = s_;
+  PrivacyConfig c;
+  auto m = ParseMode(s.mode);
+  if (!m) return m.status();
+  c.mode = *m;
+  Status err;
+  c.detect_box = ParseSizeOr(s.detect_size, &err);
+  if (!err) return err;
+  if (s.detect_every == "auto") {
+    c.detect_every = 0;
+  } else {
+    int n = 0;
+    auto r = std::from_chars(s.detect_every.data(), s.detect_every.data() + s.detect_every.size(), n);
+    if (r.ec != std::errc() || r.ptr != s.detect_every.data() + s.detect_every.size() || n < 1 || n > 120)
+      return Status::Error("detect-every must be 'auto' or an integer in [1, 120], got '" + s.detect_every + "'");
+    c.detect_every = n;
+  }
+  if (s.cell != "auto") {
+    int n = 0;
+    auto r = std::from_chars(s.cell.data(), s.cell.data() + s.cell.size(), n);
+    if (r.ec != std::errc() || r.ptr != s.cell.data() + s.cell.size())
+      return Status::Error("mosaic cell must be 'auto' or a pixel count, got '" + s.cell + "'");
+    if (n == 0) return Status::Error("mosaic cell 0 is degenerate: use 'auto' or a pixel count >= 4");
+    c.mosaic.fixed_cell = n;
+  }
+  auto narrow = [](int64_t v) { return int(std::clamp<int64_t>(v, -1000000, 1000000)); };
+  c.mosaic.cells_across = s.cells_across;
+  c.mosaic.min_cell = narrow(s.min_cell);
+  c.mosaic.full_frame_cell = narrow(s.full_cell);
+  c.mosaic.margin = s.margin;
+  c.tracker.high_score = float(s.score);
+  c.tracker.low_score = float(s.low_score);
+  c.tracker.max_coast_frames = narrow(s.max_coast);
+  c.tracker.tentative_frames = std::min(c.tracker.tentative_frames, c.tracker.max_coast_frames);
+  c.max_result_age_ms = s.max_age_ms;
+  c.detect_budget_ms = s.detect_budget_ms;
+  c.scene_cut = s.scene_cut;
+  c.scene_cut_threshold = s.scene_cut_threshold;
+  if (Status st = Validate(c); !st) return st;
+  return c;
+}
+
+Result<DetectorConfig> Config::BuildDetector() const {
+  DetectorConfig d;
+  d.family = s_.detector;
+  d.model_path = s_.model;
+  d.model_sha256 = s_.model_sha256;
+  d.threads = int(std::clamp<int64_t>(s_.threads, -1, 100000));
+  d.nms_iou = float(s_.nms_iou);
+  if (Status st = Validate(d); !st) return st;
+  return d;
+}
+
+Result<EncoderOptions> Config::BuildEncoder() const {
+  EncoderOptions e;
+  if (!s_.codec.empty() && s_.codec != "vp8" && s_.codec != "h264" && s_.codec != "rawvideo")
+    return Status::Error("encoder codec must be vp8, h264 or rawvideo, got '" + s_.codec + "'");
+  auto in = [](int64_t v, int64_t lo, int64_t hi, const char* what) {
+    return (v < lo || v > hi) ? Status::Error(std::string(what) + " must be in [" + std::to_string(lo) + ", " +
+                                              std::to_string(hi) + "], got " + std::to_string(v))
+                              : Status::Ok();
+  };
+  for (Status s : {in(s_.bitrate_kbps, 0, 200000, "encoder.bitrate_kbps"), in(s_.encode_threads, 1, 64, "encoder.threads"),
+                   in(s_.keyint, 1, 10000, "encoder.keyint"), in(s_.vp8_speed, -16, 16, "encoder.vp8_speed"),
+                   in(s_.decode_threads, 1, 64, "decoder.threads")})
+    if (!s) return s;
+  e.codec = s_.codec;
+  e.bitrate_kbps = int(s_.bitrate_kbps);
+  e.threads = int(s_.encode_threads);
+  e.keyint_frames = int(s_.keyint);
+  e.vp8_speed = int(s_.vp8_speed);
+  return e;
+}
+
+}  // namespace veil

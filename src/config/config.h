@@ -1,0 +1,90 @@
+// veil's one typed configuration: every key has a type, a default, a doc
+// line and (optionally) a command-line flag. Values come from, in increasing
+// precedence: defaults < TOML file (--config) < environment (VEIL_<SECTION>__<KEY>)
+// < command-line flags. A key that is set but not understood is an error
+// naming it (the field report's cause 7), and so is a value of the wrong type.
+#pragma once
+#include <functional>
+#include <map>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "core/status.h"
+#include "media/media_types.h"
+#include "privacy/privacy_stage.h"
+#include "vision/detector.h"
+
+namespace veil {
+
+// The raw settings, one field per key. Build*() turns them into the typed,
+// validated structures the stages use.
+struct Settings {
+  // [privacy]
+  std::string mode = "anonymize";
+  std::string detect_size = "640x360";
+  std::string detect_every = "3";
+  double detect_budget_ms = 5.0;
+  double max_age_ms = 200;
+  bool scene_cut = true;
+  double scene_cut_threshold = 28;
+  // [mosaic]
+  std::string cell = "auto";
+  double cells_across = 8, margin = 0.2;
+  int64_t min_cell = 8, full_cell = 40;
+  // [tracker]
+  double score = 0.5, low_score = 0.3;
+  int64_t max_coast = 30;
+  // [detector]
+  std::string detector = "yunet", model, model_sha256;
+  int64_t threads = 1;
+  double nms_iou = 0.3;
+  // [encoder] / [decoder]
+  std::string codec;
+  int64_t bitrate_kbps = 0, encode_threads = 1, keyint = 60, vp8_speed = -8, decode_threads = 1;
+};
+
+using Value = std::variant<int64_t, double, bool, std::string>;
+enum class Source { kDefault, kFile, kEnv, kFlag };
+const char* SourceName(Source s);
+
+struct KeySpec {
+  std::string key;   // "section.name"
+  std::string flag;  // command-line flag without dashes ("" = none)
+  std::string doc;
+  Value def;         // default (also gives the type)
+  std::function<void(Settings&, const Value&)> set;
+  std::function<Value(const Settings&)> get;
+};
+
+// Every key veil understands.
+const std::vector<KeySpec>& ConfigKeys();
+const KeySpec* FindKey(const std::string& key);
+std::string EnvName(const std::string& key);  // privacy.detect_size -> VEIL_PRIVACY__DETECT_SIZE
+
+class Config {
+ public:
+  Config() = default;
+  // Each step validates types and names; later steps override earlier ones.
+  Status LoadFile(const std::string& path);
+  Status LoadEnv(char** envp);
+  Status SetText(const std::string& key, const std::string& text, Source src);  // flags, --set k=v
+
+  const Settings& settings() const { return s_; }
+  Source source(const std::string& key) const;
+  // "key = value  # source" for every key, in registry order (TOML-compatible).
+  std::string Dump() const;
+
+  Result<PrivacyConfig> BuildPrivacy() const;
+  Result<DetectorConfig> BuildDetector() const;
+  Result<EncoderOptions> BuildEncoder() const;
+
+ private:
+  Status Set(const KeySpec& k, const Value& v, Source src);
+  Settings s_;
+  std::map<std::string, Source> sources_;
+};
+
+std::string FormatValue(const Value& v);
+
+}  // namespace veil

@@ -1,0 +1,131 @@
+#include "config/config.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "test_util.h"
+
+namespace veil {
+namespace {
+
+std::string WriteFile(const std::string& name, const std::string& text) {
+  const std::string p = test::TempPath(name);
+  std::ofstream(p) << text;
+  return p;
+}
+
+TEST(Config, DefaultsBuildTheDocumentedLiveSettings) {
+  Config c;
+  auto p = c.BuildPrivacy();
+  ASSERT_TRUE(p.ok()) << p.error();
+  EXPECT_EQ(p->detect_box, cv::Size(640, 360));
+  EXPECT_EQ(p->detect_every, 3);
+  EXPECT_EQ(p->mode, Mode::kAnonymize);
+  EXPECT_EQ(c.source("privacy.detect_every"), Source::kDefault);
+  EXPECT_TRUE(c.BuildDetector().ok());
+  EXPECT_TRUE(c.BuildEncoder().ok());
+}
+
+TEST(Config, PrecedenceIsDefaultsFileEnvFlags) {
+  const std::string f = WriteFile("prec.toml", "[privacy]\ndetect_every = 2\nmode = \"bypass\"\n[mosaic]\nmargin = 0.3\n");
+  Config c;
+  ASSERT_TRUE(c.LoadFile(f).ok());
+  std::string e1 = "VEIL_PRIVACY__DETECT_EVERY=4", e2 = "PATH=/bin", e3 = "VEIL_ASSETS=/x";
+  char* env[] = {e1.data(), e2.data(), e3.data(), nullptr};
+  ASSERT_TRUE(c.LoadEnv(env).ok());
+  ASSERT_TRUE(c.SetText("mosaic.margin", "0.25", Source::kFlag).ok());
+  EXPECT_EQ(c.settings().detect_every, "4");
+  EXPECT_EQ(c.source("privacy.detect_every"), Source::kEnv);
+  EXPECT_EQ(c.settings().mode, "bypass");
+  EXPECT_EQ(c.source("privacy.mode"), Source::kFile);
+  EXPECT_DOUBLE_EQ(c.settings().margin, 0.25);
+  EXPECT_EQ(c.source("mosaic.margin"), Source::kFlag);
+  std::filesystem::remove(f);
+}
+
+TEST(Config, UnknownKeysAreErrorsNamingTheKey) {
+  const std::string f = WriteFile("unknown.toml", "[privacy]\ndetect_evry = 2\n");
+  Config c;
+  Status s = c.LoadFile(f);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("privacy.detect_evry"), std::string::npos) << s.message();
+  const std::string g = WriteFile("section.toml", "[encoder_workers]\ncount = 4\n");
+  EXPECT_NE(c.LoadFile(g).message().find("encoder_workers.count"), std::string::npos);
+  const std::string top = WriteFile("top.toml", "batch_wait_us = 500\n");
+  EXPECT_NE(c.LoadFile(top).message().find("batch_wait_us"), std::string::npos);
+  std::string e = "VEIL_INFERENCE__BATCH_WAIT=5";
+  char* env[] = {e.data(), nullptr};
+  Status se = c.LoadEnv(env);
+  ASSERT_FALSE(se.ok());
+  EXPECT_NE(se.message().find("VEIL_INFERENCE__BATCH_WAIT"), std::string::npos);
+  EXPECT_FALSE(c.SetText("no.such_key", "1", Source::kFlag).ok());
+  for (const auto& p : {f, g, top}) std::filesystem::remove(p);
+}
+
+TEST(Config, WrongTypesAndMalformedFilesAreErrors) {
+  Config c;
+  const std::string f = WriteFile("type.toml", "[mosaic]\nmin_cell = \"eight\"\n");
+  Status s = c.LoadFile(f);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("mosaic.min_cell"), std::string::npos) << s.message();
+  const std::string g = WriteFile("broken.toml", "[privacy\nmode = ");
+  EXPECT_FALSE(c.LoadFile(g).ok());
+  EXPECT_FALSE(c.LoadFile("/nonexistent.toml").ok());
+  EXPECT_FALSE(c.SetText("mosaic.min_cell", "8px", Source::kFlag).ok());
+  EXPECT_FALSE(c.SetText("privacy.scene_cut", "maybe", Source::kFlag).ok());
+  EXPECT_FALSE(c.SetText("mosaic.margin", "nan", Source::kFlag).ok());
+  for (const auto& p : {f, g}) std::filesystem::remove(p);
+}
+
+TEST(Config, AbsurdValuesAreRejectedWhenBuilt) {
+  Config c;
+  ASSERT_TRUE(c.SetText("mosaic.min_cell", "1", Source::kFlag).ok());
+  EXPECT_FALSE(c.BuildPrivacy().ok());  // type is fine, value is degenerate
+  Config d;
+  ASSERT_TRUE(d.SetText("encoder.threads", "100000", Source::kFlag).ok());
+  EXPECT_FALSE(d.BuildEncoder().ok());
+  Config e;
+  ASSERT_TRUE(e.SetText("detector.threads", "99999999999", Source::kFlag).ok());
+  EXPECT_FALSE(e.BuildDetector().ok());
+}
+
+TEST(Config, DumpIsValidTomlThatLoadsBackToTheSameValues) {
+  Config c;
+  ASSERT_TRUE(c.SetText("privacy.detect_every", "auto", Source::kFlag).ok());
+  ASSERT_TRUE(c.SetText("mosaic.cells_across", "10", Source::kFlag).ok());
+  const std::string f = WriteFile("dump.toml", c.Dump());
+  Config back;
+  ASSERT_TRUE(back.LoadFile(f).ok()) << c.Dump();
+  for (const auto& k : ConfigKeys()) {
+    EXPECT_EQ(FormatValue(k.get(back.settings())), FormatValue(k.get(c.settings()))) << k.key;
+    EXPECT_EQ(back.source(k.key), Source::kFile) << k.key;
+  }
+  EXPECT_EQ(back.settings().detect_every, "auto");
+  EXPECT_DOUBLE_EQ(back.settings().cells_across, 10);
+  std::filesystem::remove(f);
+}
+
+// docs/config.md documents every key, and only keys that exist.
+TEST(Config, DocumentationMatchesTheCode) {
+  std::ifstream in(std::string(VEIL_SOURCE_DIR) + "/docs/config.md");
+  ASSERT_TRUE(in) << "docs/config.md missing";
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string doc = ss.str();
+  std::set<std::string> documented;
+  const std::regex row(R"(\n\| `([a-z_]+\.[a-z_0-9]+)` \|)");
+  for (auto it = std::sregex_iterator(doc.begin(), doc.end(), row); it != std::sregex_iterator(); ++it)
+    documented.insert((*it)[1]);
+  std::set<std::string> code;
+  for (const auto& k : ConfigKeys()) code.insert(k.key);
+  for (const auto& k : code) EXPECT_TRUE(documented.count(k)) << "undocumented key " << k;
+  for (const auto& k : documented) EXPECT_TRUE(code.count(k)) << "documented key that does not exist: " << k;
+}
+
+}  // namespace
+}  // namespace veil
