@@ -1,4 +1,5 @@
 #include <cstdio>
+#include <fstream>
 #include <memory>
 
 #include <fmt/format.h>
@@ -15,6 +16,7 @@ void RegisterAnonymize(CLI::App& app, int* rc) {
     ConfigOptions config;
     int64_t max_frames = 0;
     bool json = false;
+    std::string metrics_file;
   };
   auto o = std::make_shared<Opts>();
   CLI::App* sub = app.add_subcommand("anonymize", "Pixelate every face in a video file");
@@ -23,6 +25,8 @@ void RegisterAnonymize(CLI::App& app, int* rc) {
   AddConfigOptions(*sub, o->config);
   sub->add_option("--max-frames", o->max_frames, "Stop after N frames (0 = all)")->check(CLI::NonNegativeNumber);
   sub->add_flag("--json", o->json, "Print the summary as JSON on stdout");
+  sub->add_option("--metrics-file", o->metrics_file,
+                  "Also write the figures in Prometheus text format to this file (textfile collector)");
   sub->callback([o, rc] {
     auto cfg = Resolve(o->config);
     if (!cfg) return Fail(rc, 2, cfg.error());
@@ -50,6 +54,11 @@ void RegisterAnonymize(CLI::App& app, int* rc) {
       fmt::print("{}\n", SummaryJson(*res).dump(2));
     } else {
       fmt::print("{} -> {} ({}, mode {})\n{}", o->in, o->out, res->codec_out, ModeName(pc->mode), StageTable(*res));
+    }
+    if (!o->metrics_file.empty()) {
+      std::ofstream mf(o->metrics_file);
+      mf << SummaryPrometheus(*res, o->in);
+      if (!mf) return Fail(rc, 1, "cannot write " + o->metrics_file);
     }
     if (!res->input_status.ok()) {
       fmt::print(stderr, "veil: {}; the {} frames before it were written to {}\n", res->input_status.message(),

@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "core/metrics.h"
+
 namespace veil::cli {
 namespace {
 struct Row {
@@ -58,6 +60,25 @@ nlohmann::json SummaryJson(const JobSummary& s) {
                 {"packets", s.audio_packets}};
   j["input_error"] = s.input_status.ok() ? "" : s.input_status.message();
   return j;
+}
+
+std::string SummaryPrometheus(const JobSummary& s, const std::string& input) {
+  MetricsRegistry r;
+  const Labels job = {{"input", input}};
+  for (const auto& row : Rows(s)) {
+    Labels l = job;
+    l.emplace_back("stage", row.name);
+    Histogram& h = r.GetHistogram("veil_stage_latency_ms", "Per-frame wall time of each pipeline stage, ms",
+                                  LatencyBucketsMs(), l);
+    for (double v : row.s->samples()) h.Observe(v);
+  }
+  r.GetCounter("veil_frames_total", "Frames processed", job).Inc(double(s.frames));
+  r.GetCounter("veil_detections_total", "Detector runs", job).Inc(double(s.privacy.detections_run));
+  r.GetCounter("veil_detect_failures_total", "Detector runs that failed", job).Inc(double(s.privacy.detect_failures));
+  r.GetCounter("veil_fail_closed_frames_total", "Frames sent as a whole-frame mosaic for lack of a fresh result",
+               job).Inc(double(s.privacy.fail_closed));
+  r.GetGauge("veil_cpu_ms_per_frame", "Process CPU per frame, all threads, ms", job).Set(s.cpu_per_frame());
+  return r.ExportText();
 }
 
 ProgressFn TerminalProgress() {

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include <opencv2/imgproc.hpp>
 #include <variant>
@@ -107,6 +108,22 @@ TEST(Cli, AnonymizePixelatesEveryFaceTheSourceShows) {
   EXPECT_GE(c.source_faces, 60) << "the sample should show faces in most frames";
   EXPECT_EQ(c.kept_detail, 0) << "faces not pixelated in the output";
   std::filesystem::remove(out);
+}
+
+TEST(Cli, WritesPrometheusMetricsFile) {
+  const std::string out = test::TempPath("m.ivf"), prom = test::TempPath("veil.prom");
+  auto r = RunVeil("anonymize " + Media("sample_720p30.ivf") + " -o " + out + " --max-frames 30 --metrics-file " + prom);
+  ASSERT_EQ(r.rc, 0) << r.out;
+  std::ifstream in(prom);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string t = ss.str();
+  EXPECT_NE(t.find("# TYPE veil_stage_latency_ms histogram"), std::string::npos) << t;
+  EXPECT_NE(t.find("stage=\"detect\",le=\"+Inf\"} 30"), std::string::npos) << t;
+  EXPECT_NE(t.find("veil_frames_total{input=\"" + Media("sample_720p30.ivf") + "\"} 30"), std::string::npos) << t;
+  EXPECT_NE(t.find("veil_fail_closed_frames_total"), std::string::npos);
+  std::filesystem::remove(out);
+  std::filesystem::remove(prom);
 }
 
 TEST(Cli, FullBlurAndBypassModes) {

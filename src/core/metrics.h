@@ -1,0 +1,91 @@
+// Counters, gauges and histograms with labels, exported in the Prometheus
+// text exposition format (version 0.0.4). Updates are lock-free atomics on
+// the hot path; registration and export take a lock.
+#pragma once
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace veil {
+
+using Labels = std::vector<std::pair<std::string, std::string>>;
+
+class Counter {
+ public:
+  void Inc(double v = 1) {
+    double cur = value_.load(std::memory_order_relaxed);
+    while (!value_.compare_exchange_weak(cur, cur + v, std::memory_order_relaxed)) {
+    }
+  }
+  double value() const { return value_.load(std::memory_order_relaxed); }
+
+ private:
+  std::atomic<double> value_{0};
+};
+
+class Gauge {
+ public:
+  void Set(double v) { value_.store(v, std::memory_order_relaxed); }
+  void Add(double v) {
+    double cur = value_.load(std::memory_order_relaxed);
+    while (!value_.compare_exchange_weak(cur, cur + v, std::memory_order_relaxed)) {
+    }
+  }
+  double value() const { return value_.load(std::memory_order_relaxed); }
+
+ private:
+  std::atomic<double> value_{0};
+};
+
+class Histogram {
+ public:
+  explicit Histogram(std::vector<double> upper_bounds);
+  void Observe(double v);
+  const std::vector<double>& bounds() const { return bounds_; }
+  // Cumulative counts per bound (+Inf last), sum and count: one consistent-enough snapshot.
+  std::vector<uint64_t> cumulative() const;
+  double sum() const { return sum_.value(); }
+  uint64_t count() const { return count_.load(std::memory_order_relaxed); }
+  // Estimated quantile (linear within the bucket), q in [0, 1].
+  double Quantile(double q) const;
+
+ private:
+  std::vector<double> bounds_;
+  std::unique_ptr<std::atomic<uint64_t>[]> buckets_;  // per bucket (not cumulative), +Inf last
+  Counter sum_;
+  std::atomic<uint64_t> count_{0};
+};
+
+// Millisecond buckets for per-stage latencies (0.1 ms .. 1 s).
+std::vector<double> LatencyBucketsMs();
+
+class MetricsRegistry {
+ public:
+  // Returns the series for (name, labels), creating it on first use. Names
+  // must match [a-zA-Z_:][a-zA-Z0-9_:]*; `help` is kept from the first call.
+  Counter& GetCounter(const std::string& name, const std::string& help, const Labels& labels = {});
+  Gauge& GetGauge(const std::string& name, const std::string& help, const Labels& labels = {});
+  Histogram& GetHistogram(const std::string& name, const std::string& help, const std::vector<double>& bounds,
+                          const Labels& labels = {});
+  // Drops every series with this label value (e.g. a deleted session).
+  void RemoveSeriesWithLabel(const std::string& key, const std::string& value);
+  std::string ExportText() const;
+
+ private:
+  enum class Kind { kCounter, kGauge, kHistogram };
+  struct Family {
+    Kind kind;
+    std::string help;
+    std::map<Labels, std::unique_ptr<Counter>> counters;
+    std::map<Labels, std::unique_ptr<Gauge>> gauges;
+    std::map<Labels, std::unique_ptr<Histogram>> histograms;
+  };
+  Family& GetFamily(const std::string& name, const std::string& help, Kind kind);
+  mutable std::mutex mu_;
+  std::map<std::string, Family> families_;  // guarded by mu_
+};
+
+}  // namespace veil

@@ -1,0 +1,79 @@
+#include "core/metrics.h"
+
+#include <gtest/gtest.h>
+
+#include <thread>
+
+namespace veil {
+namespace {
+
+TEST(Metrics, ExportsPrometheusTextFormat) {
+  MetricsRegistry r;
+  r.GetCounter("veil_stale_drops_total", "Frames dropped as stale", {{"session", "s1"}}).Inc(3);
+  r.GetGauge("veil_sessions_active", "Active sessions").Set(2);
+  auto& h = r.GetHistogram("veil_stage_ms", "Stage latency", {1, 5, 10}, {{"stage", "detect"}});
+  h.Observe(0.5);
+  h.Observe(4);
+  h.Observe(7);
+  h.Observe(50);
+  const std::string t = r.ExportText();
+  EXPECT_NE(t.find("# TYPE veil_stale_drops_total counter\nveil_stale_drops_total{session=\"s1\"} 3\n"), std::string::npos) << t;
+  EXPECT_NE(t.find("# HELP veil_sessions_active Active sessions\n# TYPE veil_sessions_active gauge\nveil_sessions_active 2\n"),
+            std::string::npos) << t;
+  EXPECT_NE(t.find("veil_stage_ms_bucket{stage=\"detect\",le=\"1\"} 1\n"), std::string::npos) << t;
+  EXPECT_NE(t.find("veil_stage_ms_bucket{stage=\"detect\",le=\"5\"} 2\n"), std::string::npos) << t;
+  EXPECT_NE(t.find("veil_stage_ms_bucket{stage=\"detect\",le=\"10\"} 3\n"), std::string::npos) << t;
+  EXPECT_NE(t.find("veil_stage_ms_bucket{stage=\"detect\",le=\"+Inf\"} 4\n"), std::string::npos) << t;
+  EXPECT_NE(t.find("veil_stage_ms_sum{stage=\"detect\"} 61.5\n"), std::string::npos) << t;
+  EXPECT_NE(t.find("veil_stage_ms_count{stage=\"detect\"} 4\n"), std::string::npos) << t;
+}
+
+TEST(Metrics, EscapesLabelValuesAndRejectsBadNames) {
+  MetricsRegistry r;
+  r.GetCounter("x_total", "x", {{"id", "a\"b\\c\nd"}}).Inc();
+  EXPECT_NE(r.ExportText().find("x_total{id=\"a\\\"b\\\\c\\nd\"} 1"), std::string::npos) << r.ExportText();
+  EXPECT_THROW(r.GetCounter("9bad", "x"), std::invalid_argument);
+  EXPECT_THROW(r.GetGauge("x_total", "x"), std::invalid_argument);  // same name, other type
+}
+
+TEST(Metrics, SameSeriesIsReturnedAndRemovalDropsIt) {
+  MetricsRegistry r;
+  Counter& a = r.GetCounter("c_total", "c", {{"session", "s1"}});
+  Counter& b = r.GetCounter("c_total", "c", {{"session", "s1"}});
+  EXPECT_EQ(&a, &b);
+  r.GetCounter("c_total", "c", {{"session", "s2"}}).Inc();
+  r.RemoveSeriesWithLabel("session", "s1");
+  const std::string t = r.ExportText();
+  EXPECT_EQ(t.find("s1"), std::string::npos);
+  EXPECT_NE(t.find("s2"), std::string::npos);
+}
+
+TEST(Metrics, QuantileEstimate) {
+  Histogram h({10, 20, 30, 40});
+  for (int i = 0; i < 100; ++i) h.Observe(i < 90 ? 15 : 35);
+  EXPECT_NEAR(h.Quantile(0.5), 15.6, 0.1);  // inside the 10-20 bucket
+  EXPECT_GT(h.Quantile(0.99), 30);
+  EXPECT_EQ(Histogram({1}).Quantile(0.5), 0);
+}
+
+TEST(Metrics, ConcurrentUpdatesAreNotLost) {
+  MetricsRegistry r;
+  Counter& c = r.GetCounter("n_total", "n");
+  Histogram& h = r.GetHistogram("h_ms", "h", LatencyBucketsMs());
+  std::vector<std::thread> ts;
+  for (int t = 0; t < 4; ++t)
+    ts.emplace_back([&] {
+      for (int i = 0; i < 10000; ++i) {
+        c.Inc();
+        h.Observe(1.5);
+        if (i % 1000 == 0) (void)r.ExportText();
+      }
+    });
+  for (auto& t : ts) t.join();
+  EXPECT_EQ(c.value(), 40000);
+  EXPECT_EQ(h.count(), 40000u);
+  EXPECT_DOUBLE_EQ(h.sum(), 60000);
+}
+
+}  // namespace
+}  // namespace veil
