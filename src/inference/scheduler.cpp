@@ -1,0 +1,225 @@
+#include "inference/scheduler.h"
+
+#include "core/clock.h"
+
+namespace veil {
+
+const char* OutcomeName(DetectOutcome o) {
+  switch (o) {
+    case DetectOutcome::kOk: return "ok";
+    case DetectOutcome::kFailed: return "failed";
+    case DetectOutcome::kStale: return "stale";
+    case DetectOutcome::kSuperseded: return "superseded";
+    case DetectOutcome::kShutdown: return "shutdown";
+  }
+  return "?";
+}
+
+Status Validate(const SchedulerConfig& c) {
+  if (c.max_batch < 1 || c.max_batch > 64) return Status::Error("inference max_batch must be in [1, 64]");
+  if (c.max_wait_us < 0 || c.max_wait_us > 100000) return Status::Error("inference max_wait_us must be in [0, 100000]");
+  if (c.threads < 1 || c.threads > 64) return Status::Error("inference threads must be in [1, 64]");
+  if (c.max_queue < 1 || c.max_queue > 100000) return Status::Error("inference max_queue must be in [1, 100000]");
+  return Status::Ok();
+}
+
+InferenceScheduler::InferenceScheduler(const SchedulerConfig& c, MetricsRegistry* m, const std::string& target)
+    : cfg_(c) {
+  if (!m) {
+    own_metrics_ = std::make_unique<MetricsRegistry>();
+    m = own_metrics_.get();
+  }
+  const Labels l = {{"target", target}};
+  std::vector<double> sizes;
+  for (int b = 1; b <= 64; b *= 2) sizes.push_back(b);
+  batch_size_ = &m->GetHistogram("veil_ai_batch_size", "Frames per inference batch", sizes, l);
+  queue_ms_ = &m->GetHistogram("veil_ai_queue_wait_ms", "Submit to inference start, ms", LatencyBucketsMs(), l);
+  infer_batch_ms_ = &m->GetHistogram("veil_ai_infer_batch_ms", "Inference time per batch, ms", LatencyBucketsMs(), l);
+  infer_frame_ms_ = &m->GetHistogram("veil_ai_infer_frame_ms", "Inference time per frame (batch / size), ms",
+                                     LatencyBucketsMs(), l);
+  stale_ = &m->GetCounter("veil_ai_stale_drops_total", "Requests dropped before inference: deadline passed", l);
+  superseded_ = &m->GetCounter("veil_ai_superseded_total", "Requests replaced by a newer frame of the same session", l);
+  failed_ = &m->GetCounter("veil_ai_failures_total", "Requests whose inference failed", l);
+  in_flight_gauge_ = &m->GetGauge("veil_ai_in_flight", "Requests in inference now", l);
+}
+
+Result<std::unique_ptr<InferenceScheduler>> InferenceScheduler::Create(const SchedulerConfig& c,
+                                                                       const DetectorFactory& factory,
+                                                                       MetricsRegistry* metrics,
+                                                                       const std::string& target) {
+  if (Status s = Validate(c); !s) return s;
+  std::unique_ptr<InferenceScheduler> s(new InferenceScheduler(c, metrics, target));
+  for (int i = 0; i < c.threads; ++i) {
+    auto d = factory();
+    if (!d) return d.status();
+    s->detectors_.push_back(std::move(*d));
+  }
+  for (auto& d : s->detectors_) s->threads_.emplace_back([p = s.get(), det = d.get()] { p->Run(det); });
+  return s;
+}
+
+InferenceScheduler::~InferenceScheduler() { Shutdown(); }
+
+void InferenceScheduler::Finish(Pending& p, DetectResult&& r) {
+  r.session = p.req.session;
+  r.frame_index = p.req.frame_index;
+  if (p.req.done) p.req.done(std::move(r));
+}
+
+void InferenceScheduler::Submit(DetectRequest r) {
+  std::vector<Pending> dropped;
+  std::vector<DetectOutcome> why;
+  {
+    std::lock_guard lk(mu_);
+    if (stop_) {
+      dropped.push_back({std::move(r), NowMs()});
+      why.push_back(DetectOutcome::kShutdown);
+    } else {
+      for (auto it = queue_.begin(); it != queue_.end(); ++it) {
+        if (it->req.session == r.session) {  // latest frame wins within a session
+          dropped.push_back(std::move(*it));
+          why.push_back(DetectOutcome::kSuperseded);
+          queue_.erase(it);
+          superseded_->Inc();
+          break;
+        }
+      }
+      queue_.push_back({std::move(r), NowMs()});
+      if (queue_.size() > cfg_.max_queue) {  // bounded: the oldest pending request goes
+        dropped.push_back(std::move(queue_.front()));
+        why.push_back(DetectOutcome::kStale);
+        queue_.pop_front();
+        stale_->Inc();
+      }
+    }
+  }
+  cv_.notify_one();
+  for (size_t i = 0; i < dropped.size(); ++i) {
+    DetectResult res;
+    res.outcome = why[i];
+    Finish(dropped[i], std::move(res));
+  }
+}
+
+bool InferenceScheduler::TakeBatch(std::vector<Pending>& batch, std::vector<Pending>& stale) {
+  std::unique_lock lk(mu_);
+  for (;;) {
+    cv_.wait(lk, [&] { return stop_ || !queue_.empty(); });
+    if (stop_) return false;
+    // Drop what is already too old to be worth inference.
+    const double now = NowMs();
+    for (auto it = queue_.begin(); it != queue_.end();) {
+      if (it->req.deadline_ms > 0 && now > it->req.deadline_ms) {
+        stale.push_back(std::move(*it));
+        it = queue_.erase(it);
+        stale_->Inc();
+      } else {
+        ++it;
+      }
+    }
+    if (queue_.empty()) {
+      if (!stale.empty()) return true;
+      continue;
+    }
+    // Wait for a fuller batch, but never past max_wait after the oldest arrived.
+    const double wait_until = queue_.front().submit_ms + cfg_.max_wait_us / 1000.0;
+    if (int(queue_.size()) < cfg_.max_batch && NowMs() < wait_until) {
+      cv_.wait_for(lk, std::chrono::microseconds(int64_t((wait_until - NowMs()) * 1000) + 1),
+                   [&] { return stop_ || int(queue_.size()) >= cfg_.max_batch; });
+      if (stop_) return false;
+      if (int(queue_.size()) < cfg_.max_batch && NowMs() < wait_until) continue;
+      if (queue_.empty()) continue;
+    }
+    const cv::Size size = queue_.front().req.image.size();
+    for (auto it = queue_.begin(); it != queue_.end() && int(batch.size()) < cfg_.max_batch;) {
+      if (it->req.image.size() == size) {
+        batch.push_back(std::move(*it));
+        it = queue_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    in_flight_ += int(batch.size());
+    in_flight_gauge_->Add(double(batch.size()));
+    return true;
+  }
+}
+
+void InferenceScheduler::Run(Detector* det) {
+  for (;;) {
+    std::vector<Pending> batch, stale;
+    const bool go = TakeBatch(batch, stale);
+    for (auto& p : stale) {
+      DetectResult r;
+      r.outcome = DetectOutcome::kStale;
+      r.queue_ms = NowMs() - p.submit_ms;
+      Finish(p, std::move(r));
+    }
+    if (!go) return;
+    if (batch.empty()) continue;
+    const double t0 = NowMs();
+    std::vector<cv::Mat> images;
+    images.reserve(batch.size());
+    for (auto& p : batch) images.push_back(p.req.image);
+    // One threshold per batch: the lowest asked for; each request filters its own below.
+    float score = batch.front().req.score_threshold;
+    for (auto& p : batch) score = std::min(score, p.req.score_threshold);
+    auto res = det->Detect(images, score);
+    const double t1 = NowMs();
+    batch_size_->Observe(double(batch.size()));
+    infer_batch_ms_->Observe(t1 - t0);
+    infer_frame_ms_->Observe((t1 - t0) / batch.size());
+    for (size_t i = 0; i < batch.size(); ++i) {
+      DetectResult r;
+      r.queue_ms = t0 - batch[i].submit_ms;
+      r.infer_ms = t1 - t0;
+      r.batch_size = int(batch.size());
+      queue_ms_->Observe(r.queue_ms);
+      if (!res || res->size() != batch.size()) {
+        r.outcome = DetectOutcome::kFailed;
+        r.error = res ? "detector returned a wrong number of results" : res.error();
+        failed_->Inc();
+      } else {
+        for (const auto& d : (*res)[i])
+          if (d.score >= batch[i].req.score_threshold) r.detections.push_back(d);
+      }
+      Finish(batch[i], std::move(r));
+    }
+    {
+      std::lock_guard lk(mu_);
+      in_flight_ -= int(batch.size());
+    }
+    in_flight_gauge_->Add(-double(batch.size()));
+  }
+}
+
+void InferenceScheduler::Shutdown() {
+  std::deque<Pending> left;
+  {
+    std::lock_guard lk(mu_);
+    if (stop_ && threads_.empty()) return;
+    stop_ = true;
+    left.swap(queue_);
+  }
+  cv_.notify_all();
+  for (auto& t : threads_)
+    if (t.joinable()) t.join();
+  threads_.clear();
+  for (auto& p : left) {
+    DetectResult r;
+    r.outcome = DetectOutcome::kShutdown;
+    Finish(p, std::move(r));
+  }
+}
+
+size_t InferenceScheduler::pending() const {
+  std::lock_guard lk(mu_);
+  return queue_.size();
+}
+
+int InferenceScheduler::in_flight() const {
+  std::lock_guard lk(mu_);
+  return in_flight_;
+}
+
+}  // namespace veil

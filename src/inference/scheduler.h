@@ -1,0 +1,105 @@
+// One inference scheduler per AI target: detection requests from every
+// session land in one bounded queue and run as batches on the target's
+// inference threads (each owns its own detector: OpenCV DNN nets are not
+// thread-safe). A session has at most one pending request: a newer frame
+// supersedes an older one that has not started (latest-frame-wins), and a
+// request whose deadline passes before inference starts is dropped. Every
+// request gets exactly one callback, whatever happens to it.
+#pragma once
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include <opencv2/core.hpp>
+
+#include "core/metrics.h"
+#include "core/status.h"
+#include "vision/detector.h"
+
+namespace veil {
+
+enum class DetectOutcome { kOk, kFailed, kStale, kSuperseded, kShutdown };
+const char* OutcomeName(DetectOutcome o);
+
+struct DetectResult {
+  uint64_t session = 0;
+  int64_t frame_index = 0;
+  DetectOutcome outcome = DetectOutcome::kOk;
+  std::string error;
+  Detections detections;  // in the request image's pixels
+  double queue_ms = 0;    // submit -> inference start
+  double infer_ms = 0;    // the whole batch's forward + decode
+  int batch_size = 0;
+};
+
+struct DetectRequest {
+  uint64_t session = 0;
+  int64_t frame_index = 0;
+  cv::Mat image;              // small BGR copy; owned by the request
+  float score_threshold = 0.3f;
+  double deadline_ms = 0;     // NowMs() clock; 0 = none. Not started by then -> kStale
+  std::function<void(DetectResult&&)> done;
+};
+
+struct SchedulerConfig {
+  int max_batch = 1;         // frames per forward pass (CPU: 1 pays best, see docs/figures.md)
+  int max_wait_us = 0;       // how long a partial batch may wait for more frames
+  int threads = 1;           // inference threads (one detector each)
+  size_t max_queue = 64;     // pending requests across sessions; the oldest is dropped beyond it
+};
+Status Validate(const SchedulerConfig& c);
+
+using DetectorFactory = std::function<Result<std::unique_ptr<Detector>>()>;
+
+class InferenceScheduler {
+ public:
+  // Creates `threads` detectors with `factory`; fails if any cannot be made.
+  // `metrics` (may be null: private registry) must outlive the scheduler.
+  static Result<std::unique_ptr<InferenceScheduler>> Create(const SchedulerConfig& c, const DetectorFactory& factory,
+                                                            MetricsRegistry* metrics, const std::string& target);
+  ~InferenceScheduler();  // Shutdown()
+  // Never blocks on inference. May call the superseded request's callback inline.
+  void Submit(DetectRequest r);
+  // Stops the threads; pending requests complete with kShutdown.
+  void Shutdown();
+  size_t pending() const;
+  int in_flight() const;
+
+ private:
+  InferenceScheduler(const SchedulerConfig& c, MetricsRegistry* m, const std::string& target);
+  void Run(Detector* det);
+  struct Pending {
+    DetectRequest req;
+    double submit_ms;
+  };
+  // Takes a batch (same image size, up to max_batch) once it is full or the
+  // oldest has waited max_wait_us; returns stale requests separately.
+  bool TakeBatch(std::vector<Pending>& batch, std::vector<Pending>& stale);
+  static void Finish(Pending& p, DetectResult&& r);
+
+  const SchedulerConfig cfg_;
+  std::vector<std::unique_ptr<Detector>> detectors_;
+  std::vector<std::thread> threads_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Pending> queue_;  // guarded by mu_
+  int in_flight_ = 0;          // guarded by mu_
+  bool stop_ = false;          // guarded by mu_
+  // Metrics (owned by the registry, which outlives the scheduler).
+  Histogram* batch_size_ = nullptr;
+  Histogram* queue_ms_ = nullptr;
+  Histogram* infer_batch_ms_ = nullptr;
+  Histogram* infer_frame_ms_ = nullptr;
+  Counter* stale_ = nullptr;
+  Counter* superseded_ = nullptr;
+  Counter* failed_ = nullptr;
+  Gauge* in_flight_gauge_ = nullptr;
+  std::unique_ptr<MetricsRegistry> own_metrics_;
+};
+
+}  // namespace veil
