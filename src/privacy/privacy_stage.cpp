@@ -45,6 +45,87 @@ Status Validate(const PrivacyConfig& c) {
 PrivacyStage::PrivacyStage(const PrivacyConfig& c, Detector* d)
     : cfg_(c), det_(d), tracker_(c.tracker), every_(c.detect_every > 0 ? c.detect_every : 1) {}
 
+PrivacyStage::PrivacyStage(const PrivacyConfig& c, InferenceScheduler* scheduler, uint64_t session)
+    : cfg_(c), sched_(scheduler), session_(session), tracker_(c.tracker),
+      every_(c.detect_every > 0 ? c.detect_every : 1) {}
+
+void PrivacyStage::UpdateTracker(const Detections& small_dets, const Frame& f) {
+  const cv::Size small = FitSize(f.width, f.height, cfg_.detect_box);
+  const float sx = float(f.width) / small.width, sy = float(f.height) / small.height;
+  Detections full;
+  full.reserve(small_dets.size());
+  for (const auto& d : small_dets) full.push_back({d.box.Scaled(sx, sy), d.score});
+  tracker_.Update(full);
+}
+
+bool PrivacyStage::DetectNow(const Frame& f, FrameReport& r) {
+  if (!det_) return true;
+  double t0 = NowMs();
+  DownscaleToBgr(f, FitSize(f.width, f.height, cfg_.detect_box), small_);
+  const double t1 = NowMs();
+  r.ms_preprocess = t1 - t0;
+  auto res = det_->Detect({small_}, cfg_.tracker.low_score);
+  const double t2 = NowMs();
+  r.ms_detect = t2 - t1;
+  const double cost = r.ms_preprocess + r.ms_detect;
+  detect_ms_ema_ = detect_ms_ema_ == 0 ? cost : 0.9 * detect_ms_ema_ + 0.1 * cost;
+  if (cfg_.detect_every == 0)
+    every_ = std::clamp(int(std::ceil(detect_ms_ema_ / cfg_.detect_budget_ms)), 1, cfg_.max_auto_every);
+  if (!res || res->size() != 1) return true;
+  UpdateTracker(res->front(), f);
+  last_result_frame_ = f.index;
+  r.ms_track += NowMs() - t2;
+  return false;
+}
+
+void PrivacyStage::Submit(const Frame& f, FrameReport& r) {
+  const double t0 = NowMs();
+  DetectRequest q;
+  q.session = session_;
+  q.frame_index = f.index;
+  DownscaleToBgr(f, FitSize(f.width, f.height, cfg_.detect_box), q.image);  // a fresh Mat: owned by the request
+  q.score_threshold = cfg_.tracker.low_score;
+  // A result that starts later than this could only arrive too old to use.
+  q.deadline_ms = NowMs() + cfg_.max_result_age_ms / 2;
+  q.done = [box = mailbox_](DetectResult&& res) {
+    std::lock_guard lk(box->mu);
+    box->results.push_back(std::move(res));
+  };
+  r.ms_preprocess = NowMs() - t0;
+  sched_->Submit(std::move(q));
+}
+
+void PrivacyStage::ApplyResults(const Frame& f, FrameReport& r) {
+  std::vector<DetectResult> got;
+  {
+    std::lock_guard lk(mailbox_->mu);
+    got.swap(mailbox_->results);
+  }
+  const double t0 = NowMs();
+  for (auto& res : got) {
+    switch (res.outcome) {
+      case DetectOutcome::kOk:
+        if (res.frame_index > last_result_frame_) {
+          UpdateTracker(res.detections, f);
+          last_result_frame_ = res.frame_index;
+          failing_ = false;
+        }
+        break;
+      case DetectOutcome::kStale:
+      case DetectOutcome::kSuperseded:
+        ++counters_.results_dropped;
+        break;
+      case DetectOutcome::kFailed:
+      case DetectOutcome::kShutdown:
+        ++counters_.detect_failures;
+        failing_ = true;
+        frames_since_detect_ = every_;  // ask again at once
+        break;
+    }
+  }
+  r.ms_track += NowMs() - t0;
+}
+
 bool PrivacyStage::SceneCut(const Frame& f) {
   std::array<uint8_t, kThumbW * kThumbH> t;
   LumaThumbnail(f, t.data());
@@ -78,43 +159,21 @@ FrameReport PrivacyStage::Process(Frame& f) {
   ++frames_since_detect_;
   r.scene_cut = cfg_.scene_cut && SceneCut(f);
   if (r.scene_cut) ++counters_.scene_cuts;
-  const bool due = last_result_frame_ < 0 || frames_since_detect_ >= every_ || r.scene_cut;
+  if (sched_) ApplyResults(f, r);
+  const bool due = frames_since_detect_ >= every_ || r.scene_cut;  // the first frame is always due
   bool failed = false;
   if (due) {
     frames_since_detect_ = 0;
     r.detected = true;
     ++counters_.detections_run;
-    if (!det_) {
-      failed = true;
-    } else {
-      t0 = NowMs();
-      DownscaleToBgr(f, FitSize(f.width, f.height, cfg_.detect_box), small_);
-      const double t1 = NowMs();
-      r.ms_preprocess = t1 - t0;
-      auto res = det_->Detect({small_}, cfg_.tracker.low_score);
-      const double t2 = NowMs();
-      r.ms_detect = t2 - t1;
-      if (!res || res->size() != 1) {
-        failed = true;
-      } else {
-        const float sx = float(f.width) / small_.cols, sy = float(f.height) / small_.rows;
-        Detections full;
-        full.reserve(res->front().size());
-        for (const auto& d : res->front()) full.push_back({d.box.Scaled(sx, sy), d.score});
-        tracker_.Update(full);
-        last_result_frame_ = f.index;
-        r.ms_track += NowMs() - t2;
-      }
-      const double cost = r.ms_preprocess + r.ms_detect;
-      detect_ms_ema_ = detect_ms_ema_ == 0 ? cost : 0.9 * detect_ms_ema_ + 0.1 * cost;
-      if (cfg_.detect_every == 0)
-        every_ = std::clamp(int(std::ceil(detect_ms_ema_ / cfg_.detect_budget_ms)), 1, cfg_.max_auto_every);
-    }
-    if (failed) {
+    if (sched_) {
+      Submit(f, r);
+    } else if ((failed = DetectNow(f, r))) {
       ++counters_.detect_failures;
       frames_since_detect_ = every_;  // retry on the next frame
     }
   }
+  failed = failed || (sched_ && failing_);
   const double age_ms = last_result_frame_ < 0 ? 1e18 : (f.index - last_result_frame_) * 1000.0 / cfg_.fps;
   t0 = NowMs();
   if (failed || age_ms > cfg_.max_result_age_ms) {

@@ -13,8 +13,12 @@
 
 #include <opencv2/core.hpp>
 
+#include <memory>
+#include <mutex>
+
 #include "core/frame.h"
 #include "core/status.h"
+#include "inference/scheduler.h"
 #include "vision/detector.h"
 #include "vision/mosaic.h"
 #include "vision/preprocess.h"
@@ -53,13 +57,21 @@ struct FrameReport {
 
 struct PrivacyCounters {
   int64_t frames = 0, detections_run = 0, detect_failures = 0, fail_closed = 0, scene_cuts = 0;
+  int64_t results_dropped = 0;  // async: stale or superseded in the scheduler
 };
 
 class PrivacyStage {
  public:
+  // Synchronous detection (offline jobs): the frame waits for its detection.
   // `detector` may be null only when the mode never needs it (it is then
   // fail-closed if switched to anonymize). Not owned.
   PrivacyStage(const PrivacyConfig& c, Detector* detector);
+  // Asynchronous detection (live sessions): the small copy is submitted to a
+  // shared scheduler and frames keep flowing; results are applied to the
+  // tracker when they arrive. Until a first result, after a failed one, and
+  // whenever the newest result is older than max_result_age_ms, frames fail
+  // closed. `scheduler` is not owned and must outlive the stage's use of it.
+  PrivacyStage(const PrivacyConfig& c, InferenceScheduler* scheduler, uint64_t session);
   FrameReport Process(Frame& f);
   void set_mode(Mode m) { cfg_.mode = m; }
   Mode mode() const { return cfg_.mode; }
@@ -68,13 +80,27 @@ class PrivacyStage {
 
  private:
   bool SceneCut(const Frame& f);
+  bool DetectNow(const Frame& f, FrameReport& r);  // sync: true on failure
+  void Submit(const Frame& f, FrameReport& r);     // async
+  void ApplyResults(const Frame& f, FrameReport& r);
+  void UpdateTracker(const Detections& small_dets, const Frame& f);
+  // Results delivered by scheduler threads; shared so a late callback after
+  // the stage is gone still has somewhere to write.
+  struct Mailbox {
+    std::mutex mu;
+    std::vector<DetectResult> results;  // guarded by mu
+  };
   PrivacyConfig cfg_;
-  Detector* det_;
+  Detector* det_ = nullptr;
+  InferenceScheduler* sched_ = nullptr;
+  uint64_t session_ = 0;
+  std::shared_ptr<Mailbox> mailbox_ = std::make_shared<Mailbox>();
+  bool failing_ = false;  // async: the newest result was a failure
   Tracker tracker_;
   PrivacyCounters counters_;
   cv::Mat small_;
   int64_t last_result_frame_ = -1;  // frame index of the last successful detection
-  int64_t frames_since_detect_ = 0;
+  int64_t frames_since_detect_ = int64_t(1) << 40;  // "long ago": the first frame is due
   int every_ = 1;
   double detect_ms_ema_ = 0;
   bool have_thumb_ = false;

@@ -2,8 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <thread>
+
+#include "core/clock.h"
 
 namespace veil {
 namespace {
@@ -21,9 +24,9 @@ class FakeDetector : public Detector {
     return std::vector<Detections>(images.size(), boxes);
   }
   Detections boxes;
-  bool fail = false;
-  int calls = 0, sleep_ms = 0;
-  std::vector<cv::Size> sizes;
+  std::atomic<bool> fail{false};
+  std::atomic<int> calls{0}, sleep_ms{0};
+  std::vector<cv::Size> sizes;  // written by the detecting thread only
 };
 
 FramePtr Textured(int w = 320, int h = 180, int64_t index = 0) {
@@ -201,6 +204,106 @@ TEST(PrivacyStage, AutoCadenceFollowsDetectorCost) {
   }
   EXPECT_GE(s.current_every(), 3);  // 12+ ms per detection / 5 ms budget
   EXPECT_LE(s.current_every(), 6);
+}
+
+// Live mode: detection goes through the shared scheduler, frames keep flowing.
+struct AsyncHarness {
+  MetricsRegistry metrics;
+  FakeDetector* det = nullptr;
+  std::unique_ptr<InferenceScheduler> sched;
+  AsyncHarness() {
+    auto s = InferenceScheduler::Create(
+        {},
+        [this]() -> Result<std::unique_ptr<Detector>> {
+          auto d = std::make_unique<FakeDetector>();
+          d->boxes = {{{40, 20, 20, 20}, 0.9f}};
+          det = d.get();
+          return std::unique_ptr<Detector>(std::move(d));
+        },
+        &metrics, "local");
+    EXPECT_TRUE(s.ok());
+    sched = std::move(*s);
+  }
+  void WaitIdle() {
+    const double until = NowMs() + 5000;
+    while ((sched->pending() > 0 || sched->in_flight() > 0) && NowMs() < until)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+};
+
+TEST(PrivacyStageAsync, FailsClosedUntilTheFirstResultThenTracks) {
+  AsyncHarness h;
+  PrivacyStage s(Cfg(3), h.sched.get(), 7);
+  auto f0 = Textured(320, 180, 0);
+  EXPECT_TRUE(s.Process(*f0).fail_closed);  // nothing known yet: whole frame
+  h.WaitIdle();
+  for (int i = 1; i < 10; ++i) {
+    auto f = Textured(320, 180, i);
+    auto rep = s.Process(*f);
+    EXPECT_FALSE(rep.fail_closed) << i;
+    EXPECT_EQ(rep.rects.size(), 1u) << i;
+    h.WaitIdle();
+  }
+  EXPECT_EQ(s.counters().fail_closed, 1);
+  EXPECT_EQ(s.counters().detections_run, 4);  // frames 0, 3, 6, 9
+}
+
+TEST(PrivacyStageAsync, StalledDetectorFailsClosedWithinTheAgeLimitAndRecovers) {
+  AsyncHarness h;
+  auto c = Cfg(3);
+  c.max_result_age_ms = 200;  // 6 frames at 30 fps
+  PrivacyStage s(c, h.sched.get(), 1);
+  for (int i = 0; i < 3; ++i) {
+    auto f = Textured(320, 180, i);
+    s.Process(*f);
+    h.WaitIdle();
+  }
+  h.det->sleep_ms = 300;  // the AI path stalls: no fresh results
+  int first_closed = -1;
+  for (int i = 3; i < 20; ++i) {
+    auto f = Textured(320, 180, i), ref = Textured(320, 180, i);
+    auto rep = s.Process(*f);
+    if (rep.fail_closed && first_closed < 0) first_closed = i;
+    if (i >= 7) {
+      EXPECT_TRUE(rep.fail_closed) << "frame " << i << " left with only a stale result";
+      MosaicFullFrame(*ref, c.mosaic.full_frame_cell);
+      EXPECT_TRUE(SamePixels(*f, *ref, {0, 0, 320, 180}));
+    }
+  }
+  // The newest result is frame 0's (detection every 3rd frame; frame 3's is
+  // stuck): frames 1-6 are within 200 ms of it, frame 7 is 233 ms past it.
+  EXPECT_EQ(first_closed, 7);
+  h.det->sleep_ms = 0;
+  h.WaitIdle();
+  for (int i = 20; i < 30; ++i) {
+    auto f = Textured(320, 180, i);
+    s.Process(*f);
+    h.WaitIdle();
+  }
+  auto last = Textured(320, 180, 30);
+  EXPECT_FALSE(s.Process(*last).fail_closed);  // recovered
+}
+
+TEST(PrivacyStageAsync, FailedDetectionFailsClosedUntilASuccess) {
+  AsyncHarness h;
+  PrivacyStage s(Cfg(1), h.sched.get(), 1);
+  auto f0 = Textured(320, 180, 0);
+  s.Process(*f0);
+  h.WaitIdle();
+  h.det->fail = true;
+  auto f1 = Textured(320, 180, 1);
+  EXPECT_FALSE(s.Process(*f1).fail_closed);  // result of frame 0 is fresh; frame 1's request fails
+  h.WaitIdle();
+  auto f2 = Textured(320, 180, 2);
+  EXPECT_TRUE(s.Process(*f2).fail_closed);
+  h.det->fail = false;
+  h.WaitIdle();
+  auto f3 = Textured(320, 180, 3);
+  s.Process(*f3);
+  h.WaitIdle();
+  auto f4 = Textured(320, 180, 4);
+  EXPECT_FALSE(s.Process(*f4).fail_closed);
+  EXPECT_GE(s.counters().detect_failures, 1);
 }
 
 TEST(PrivacyConfig, RejectsContradictionsAndAbsurdValues) {
