@@ -22,7 +22,7 @@ void BM_DownscaleToBgr(benchmark::State& st) {
   const cv::Size s(int(st.range(0)), int(st.range(1)));
   for (auto _ : st) DownscaleToBgr(*f, s, bgr);
 }
-BENCHMARK(BM_DownscaleToBgr)->Args({320, 180})->Args({640, 360})->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_DownscaleToBgr)->Args({320, 180})->Args({512, 288})->Args({640, 360})->Unit(benchmark::kMicrosecond);
 
 void BM_YuNetBlob(benchmark::State& st) {
   auto f = NoiseFrame();

@@ -9,6 +9,30 @@ cv::Size FitSize(int fw, int fh, cv::Size box) {
   return {std::max(2, int(fw * s) / 2 * 2), std::max(2, int(fh * s) / 2 * 2)};
 }
 
+namespace {
+// Anti-aliased downscale that stays on OpenCV's fast paths: INTER_AREA by
+// exact halves while the target is at most half the size (the 2x case is
+// ~30 us at 720p; a direct 2.5x INTER_AREA takes ~1.1 ms), then a bilinear
+// step for the remaining factor below 2.
+void Downscale(const cv::Mat& src, cv::Mat& dst, cv::Size target, cv::Mat& scratch_a, cv::Mat& scratch_b) {
+  const cv::Mat* cur = &src;
+  cv::Mat* bufs[2] = {&scratch_a, &scratch_b};
+  int k = 0;
+  while (cur->cols >= 2 * target.width && cur->rows >= 2 * target.height &&
+         !(cur->cols == 2 * target.width && cur->rows == 2 * target.height)) {
+    cv::Mat* next = bufs[k++ % 2];
+    cv::resize(*cur, *next, cv::Size(cur->cols / 2, cur->rows / 2), 0, 0, cv::INTER_AREA);
+    cur = next;
+  }
+  if (cur->size() == target) {
+    cur->copyTo(dst);
+  } else {
+    const bool halving = cur->cols == 2 * target.width && cur->rows == 2 * target.height;
+    cv::resize(*cur, dst, target, 0, 0, halving ? cv::INTER_AREA : cv::INTER_LINEAR);
+  }
+}
+}  // namespace
+
 void DownscaleToBgr(const Frame& f, cv::Size size, cv::Mat& bgr) {
   thread_local cv::Mat i420;
   const int w = size.width, h = size.height;
@@ -20,10 +44,11 @@ void DownscaleToBgr(const Frame& f, cv::Size size, cv::Mat& bgr) {
   // I420 layout: U then V, each (w/2 x h/2) packed row after row.
   cv::Mat du(h / 2, w / 2, CV_8UC1, i420.ptr(h));
   cv::Mat dv(h / 2, w / 2, CV_8UC1, i420.ptr(h) + (w / 2) * (h / 2));
-  const int interp = cv::INTER_AREA;  // anti-aliased: small faces survive the downscale
-  cv::resize(y, dy, size, 0, 0, interp);
-  cv::resize(u, du, du.size(), 0, 0, interp);
-  cv::resize(v, dv, dv.size(), 0, 0, interp);
+  thread_local cv::Mat sa, sb;
+  // Anti-aliased (small faces survive); resize writes into the I420 views in place.
+  Downscale(y, dy, size, sa, sb);
+  Downscale(u, du, du.size(), sa, sb);
+  Downscale(v, dv, dv.size(), sa, sb);
   cv::cvtColor(i420, bgr, cv::COLOR_YUV2BGR_I420);
 }
 
