@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "media/ffmpeg_codec.h"
 #include "media/ffmpeg_util.h"
 #include "media/reader_impl.h"
 
@@ -61,27 +62,12 @@ std::optional<FramePtr> MediaReader::ReceiveFrame() {
     if (err != AVERROR(EAGAIN) && err != AVERROR_EOF) ++corrupt_packets_;
     return std::nullopt;
   }
-  FramePtr f = m.pool->Acquire();
   const AVFrame* a = m.frame;
-  const bool direct = (a->format == AV_PIX_FMT_YUV420P || a->format == AV_PIX_FMT_YUVJ420P) &&
-                      a->width == f->width && a->height == f->height;
-  if (direct) {
-    const Plane* pl[3] = {&f->y, &f->u, &f->v};
-    for (int i = 0; i < 3; ++i)
-      for (int y = 0; y < pl[i]->height; ++y)
-        std::memcpy(pl[i]->row(y), a->data[i] + static_cast<ptrdiff_t>(y) * a->linesize[i], pl[i]->width);
-  } else {
-    // Other pixel formats, or a mid-stream size change: scale to the stream's size.
-    m.sws = sws_getCachedContext(m.sws, a->width, a->height, static_cast<AVPixelFormat>(a->format), f->width,
-                                 f->height, AV_PIX_FMT_YUV420P, SWS_BILINEAR, nullptr, nullptr, nullptr);
-    if (!m.sws) {
-      ++corrupt_packets_;
-      av_frame_unref(m.frame);
-      return std::nullopt;
-    }
-    uint8_t* dst[4] = {f->y.data, f->u.data, f->v.data, nullptr};
-    int dst_stride[4] = {f->y.stride, f->u.stride, f->v.stride, 0};
-    sws_scale(m.sws, a->data, a->linesize, 0, a->height, dst, dst_stride);
+  FramePtr f = ToPooledFrame(a, *m.pool, &m.sws);
+  if (!f) {
+    ++corrupt_packets_;
+    av_frame_unref(m.frame);
+    return std::nullopt;
   }
   f->pts = a->best_effort_timestamp != AV_NOPTS_VALUE ? a->best_effort_timestamp : frames_ * m.frame_duration;
   f->index = frames_++;

@@ -3,13 +3,13 @@
 #include <algorithm>
 #include <map>
 
+#include "media/ffmpeg_codec.h"
 #include "media/ffmpeg_util.h"
 #include "media/reader_impl.h"
 
 extern "C" {
 #include <libavcodec/avcodec.h>
 #include <libavformat/avformat.h>
-#include <libavutil/opt.h>
 }
 
 namespace veil {
@@ -53,12 +53,6 @@ int64_t MediaWriter::bytes_written() const {
 
 Result<std::unique_ptr<MediaWriter>> MediaWriter::Open(const std::string& path, const VideoInfo& vi,
                                                        const EncoderOptions& o, const MediaReader* audio_from) {
-  if (vi.width <= 0 || vi.height <= 0 || vi.width > 8192 || vi.height > 8192)
-    return Status::Error("output size out of range");
-  if (o.threads < 1 || o.threads > 64) return Status::Error("encoder threads must be in [1, 64]");
-  if (o.bitrate_kbps < 0 || o.bitrate_kbps > 200000) return Status::Error("bitrate must be in [0, 200000] kbps");
-  if (o.keyint_frames < 1 || o.keyint_frames > 10000) return Status::Error("keyint must be in [1, 10000] frames");
-  if (o.vp8_speed < -16 || o.vp8_speed > 16) return Status::Error("vp8 speed must be in [-16, 16]");
   std::string codec = o.codec;
   if (codec.empty()) {
     auto c = CodecForPath(path);
@@ -72,39 +66,11 @@ Result<std::unique_ptr<MediaWriter>> MediaWriter::Open(const std::string& path, 
   int err = avformat_alloc_output_context2(&m.fmt, nullptr, nullptr, path.c_str());
   if (err < 0 || !m.fmt) return Status::Error("cannot create output " + path + ": " + AvError(err));
 
-  // Y4M carries raw frames as wrapped AVFrames in FFmpeg's muxer.
-  const char* enc_name = codec == "vp8" ? "libvpx" : codec == "h264" ? "libx264" : codec == "rawvideo" ? "wrapped_avframe" : nullptr;
-  if (!enc_name) return Status::Error("unknown codec '" + codec + "' (vp8, h264 or rawvideo)");
-  const AVCodec* c = avcodec_find_encoder_by_name(enc_name);
-  if (!c) return Status::Error(std::string("encoder ") + enc_name + " is not available in this FFmpeg");
-  if (avformat_query_codec(m.fmt->oformat, c->id, FF_COMPLIANCE_NORMAL) != 1)
+  auto enc = OpenVideoEncoder(codec, vi, o, m.fmt->oformat->flags & AVFMT_GLOBALHEADER);
+  if (!enc) return enc.status();
+  m.enc = *enc;
+  if (avformat_query_codec(m.fmt->oformat, m.enc->codec_id, FF_COMPLIANCE_NORMAL) != 1)
     return Status::Error("container of " + path + " cannot hold " + codec);
-  m.enc = avcodec_alloc_context3(c);
-  m.enc->width = vi.width;
-  m.enc->height = vi.height;
-  m.enc->pix_fmt = AV_PIX_FMT_YUV420P;
-  m.enc->time_base = AVRational{vi.tb_num, vi.tb_den};
-  const double fps = vi.fps > 0 ? vi.fps : 30.0;
-  m.enc->framerate = av_d2q(fps, 1000);
-  m.enc->thread_count = o.threads;
-  m.enc->gop_size = o.keyint_frames;
-  const int64_t kbps = o.bitrate_kbps > 0 ? o.bitrate_kbps
-                                          : std::clamp<int64_t>(int64_t(vi.width) * vi.height * fps / 11000, 300, 20000);
-  if (codec != "rawvideo") m.enc->bit_rate = kbps * 1000;
-  if (codec == "vp8") {
-    av_opt_set(m.enc->priv_data, "deadline", "realtime", 0);
-    av_opt_set_int(m.enc->priv_data, "cpu-used", o.vp8_speed, 0);
-    av_opt_set_int(m.enc->priv_data, "lag-in-frames", 0, 0);
-    m.enc->rc_min_rate = m.enc->rc_max_rate = 0;
-    m.enc->qmin = 4;
-    m.enc->qmax = 56;
-  } else if (codec == "h264") {
-    av_opt_set(m.enc->priv_data, "preset", o.x264_preset.c_str(), 0);
-    av_opt_set(m.enc->priv_data, "tune", "zerolatency", 0);
-  }
-  if (m.fmt->oformat->flags & AVFMT_GLOBALHEADER) m.enc->flags |= AV_CODEC_FLAG_GLOBAL_HEADER;
-  if ((err = avcodec_open2(m.enc, c, nullptr)) < 0)
-    return Status::Error("cannot open " + std::string(enc_name) + " encoder: " + AvError(err));
   m.vst = avformat_new_stream(m.fmt, nullptr);
   avcodec_parameters_from_context(m.vst->codecpar, m.enc);
   m.vst->time_base = m.enc->time_base;
@@ -155,15 +121,7 @@ Status MediaWriter::WriteFrame(const Frame& f) {
   Impl& m = *impl_;
   if (f.width != m.enc->width || f.height != m.enc->height) return Status::Error("frame size differs from stream");
   AVFrame* a = m.frame;
-  a->format = AV_PIX_FMT_YUV420P;
-  a->width = f.width;
-  a->height = f.height;
-  const Plane* pl[3] = {&f.y, &f.u, &f.v};
-  for (int i = 0; i < 3; ++i) {
-    a->data[i] = pl[i]->data;
-    a->linesize[i] = pl[i]->stride;
-  }
-  a->pts = f.pts;
+  WrapFrame(f, a);
   // Non-refcounted frame: the encoder copies what it keeps, so `f` may be reused at once.
   const int err = avcodec_send_frame(m.enc, a);
   for (int i = 0; i < 3; ++i) a->data[i] = nullptr;

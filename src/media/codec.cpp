@@ -1,0 +1,120 @@
+#include "media/codec.h"
+
+#include <cstring>
+
+#include "media/ffmpeg_codec.h"
+#include "media/ffmpeg_util.h"
+
+namespace veil {
+
+Result<std::unique_ptr<VideoEncoder>> VideoEncoder::Open(const std::string& codec, const VideoInfo& vi,
+                                                         const EncoderOptions& o) {
+  if (codec != "vp8" && codec != "h264") return Status::Error("live encoder codec must be vp8 or h264, got '" + codec + "'");
+  auto ctx = OpenVideoEncoder(codec, vi, o, /*global_header=*/false);
+  if (!ctx) return ctx.status();
+  std::unique_ptr<VideoEncoder> e(new VideoEncoder());
+  e->ctx_ = *ctx;
+  e->frame_ = av_frame_alloc();
+  e->pkt_ = av_packet_alloc();
+  return e;
+}
+
+VideoEncoder::~VideoEncoder() {
+  av_packet_free(&pkt_);
+  av_frame_free(&frame_);
+  avcodec_free_context(&ctx_);
+}
+
+Status VideoEncoder::Drain(std::vector<EncodedFrame>& out) {
+  for (;;) {
+    const int err = avcodec_receive_packet(ctx_, pkt_);
+    if (err == AVERROR(EAGAIN) || err == AVERROR_EOF) return Status::Ok();
+    if (err < 0) return Status::Error("encoder error: " + AvError(err));
+    EncodedFrame ef;
+    ef.data.assign(pkt_->data, pkt_->data + pkt_->size);
+    ef.pts = pkt_->pts;
+    ef.keyframe = pkt_->flags & AV_PKT_FLAG_KEY;
+    out.push_back(std::move(ef));
+    av_packet_unref(pkt_);
+  }
+}
+
+Status VideoEncoder::Encode(const Frame& f, bool force_keyframe, std::vector<EncodedFrame>& out) {
+  if (f.width != ctx_->width || f.height != ctx_->height) return Status::Error("frame size differs from the encoder's");
+  WrapFrame(f, frame_);
+  frame_->pict_type = force_keyframe ? AV_PICTURE_TYPE_I : AV_PICTURE_TYPE_NONE;
+  const int err = avcodec_send_frame(ctx_, frame_);
+  for (auto*& d : frame_->data) d = nullptr;
+  if (err < 0) return Status::Error("encoder rejected frame: " + AvError(err));
+  return Drain(out);
+}
+
+Status VideoEncoder::Flush(std::vector<EncodedFrame>& out) {
+  const int err = avcodec_send_frame(ctx_, nullptr);
+  if (err < 0 && err != AVERROR_EOF) return Status::Error("encoder flush: " + AvError(err));
+  return Drain(out);
+}
+
+Result<std::unique_ptr<VideoDecoder>> VideoDecoder::Open(const std::string& codec, int threads) {
+  if (threads < 1 || threads > 64) return Status::Error("decoder threads must be in [1, 64]");
+  const AVCodecID id = codec == "vp8" ? AV_CODEC_ID_VP8 : codec == "h264" ? AV_CODEC_ID_H264 : AV_CODEC_ID_NONE;
+  if (id == AV_CODEC_ID_NONE) return Status::Error("live decoder codec must be vp8 or h264, got '" + codec + "'");
+  const AVCodec* c = avcodec_find_decoder(id);
+  if (!c) return Status::Error("no " + codec + " decoder in this FFmpeg");
+  std::unique_ptr<VideoDecoder> d(new VideoDecoder());
+  d->ctx_ = avcodec_alloc_context3(c);
+  d->ctx_->thread_count = threads;
+  const int err = avcodec_open2(d->ctx_, c, nullptr);
+  if (err < 0) return Status::Error("cannot open " + codec + " decoder: " + AvError(err));
+  d->frame_ = av_frame_alloc();
+  d->pkt_ = av_packet_alloc();
+  return d;
+}
+
+VideoDecoder::~VideoDecoder() {
+  sws_freeContext(sws_);
+  av_packet_free(&pkt_);
+  av_frame_free(&frame_);
+  avcodec_free_context(&ctx_);
+}
+
+Status VideoDecoder::Decode(const uint8_t* data, size_t size, int64_t pts, std::vector<FramePtr>& out) {
+  if (!data || size == 0 || size > (64u << 20)) {
+    ++errors_;
+    return Status::Error("empty or absurd compressed frame");
+  }
+  // Own a padded copy: decoders may read past the end of their input.
+  if (av_new_packet(pkt_, int(size)) < 0) return Status::Error("out of memory");
+  std::memcpy(pkt_->data, data, size);
+  pkt_->pts = pts;
+  int err = avcodec_send_packet(ctx_, pkt_);
+  av_packet_unref(pkt_);
+  Status st;
+  if (err < 0 && err != AVERROR(EAGAIN)) {
+    ++errors_;
+    st = Status::Error("undecodable frame: " + AvError(err));
+  }
+  while ((err = avcodec_receive_frame(ctx_, frame_)) >= 0) {
+    if (frame_->width <= 0 || frame_->height <= 0 || frame_->width > 8192 || frame_->height > 8192) {
+      av_frame_unref(frame_);
+      ++errors_;
+      continue;
+    }
+    if (!pool_ || pool_->width() != frame_->width || pool_->height() != frame_->height)
+      pool_ = FramePool::Create(frame_->width, frame_->height);  // first frame, or the publisher changed size
+    FramePtr f = ToPooledFrame(frame_, *pool_, &sws_);
+    if (f) {
+      f->pts = frame_->best_effort_timestamp != AV_NOPTS_VALUE ? frame_->best_effort_timestamp : pts;
+      f->index = index_++;
+      out.push_back(std::move(f));
+    }
+    av_frame_unref(frame_);
+  }
+  if (err != AVERROR(EAGAIN) && err != AVERROR_EOF && st.ok()) {
+    ++errors_;
+    st = Status::Error("decoder error: " + AvError(err));
+  }
+  return st;
+}
+
+}  // namespace veil
