@@ -1,0 +1,67 @@
+#include "transport/gst_util.h"
+
+#include <mutex>
+
+namespace veil {
+
+void EnsureGstInit() {
+  static std::once_flag once;
+  std::call_once(once, [] { gst_init(nullptr, nullptr); });
+}
+
+Result<GstPipeline> GstPipeline::Parse(const std::string& description) {
+  EnsureGstInit();
+  GError* err = nullptr;
+  GstElement* p = gst_parse_launch(description.c_str(), &err);
+  if (err) {
+    const std::string msg = err->message;
+    g_error_free(err);
+    if (p) gst_object_unref(p);
+    return Status::Error("gstreamer pipeline: " + msg);
+  }
+  if (!p) return Status::Error("gstreamer pipeline: cannot create");
+  return GstPipeline(p);
+}
+
+GstPipeline& GstPipeline::operator=(GstPipeline&& o) noexcept {
+  if (this != &o) {
+    Stop();
+    if (p_) gst_object_unref(p_);
+    p_ = o.p_;
+    o.p_ = nullptr;
+  }
+  return *this;
+}
+
+GstPipeline::~GstPipeline() {
+  Stop();
+  if (p_) gst_object_unref(p_);
+}
+
+Status GstPipeline::Play() {
+  if (gst_element_set_state(p_, GST_STATE_PLAYING) == GST_STATE_CHANGE_FAILURE) {
+    std::string why = "cannot start pipeline";
+    GstBus* bus = gst_element_get_bus(p_);
+    if (GstMessage* m = gst_bus_pop_filtered(bus, GST_MESSAGE_ERROR)) {
+      GError* e = nullptr;
+      gst_message_parse_error(m, &e, nullptr);
+      if (e) {
+        why += std::string(": ") + e->message;
+        g_error_free(e);
+      }
+      gst_message_unref(m);
+    }
+    gst_object_unref(bus);
+    return Status::Error(why);
+  }
+  // Live sources go to PLAYING asynchronously; wait a bounded time for it.
+  GstState state;
+  gst_element_get_state(p_, &state, nullptr, 2 * GST_SECOND);
+  return Status::Ok();
+}
+
+void GstPipeline::Stop() {
+  if (p_) gst_element_set_state(p_, GST_STATE_NULL);
+}
+
+}  // namespace veil

@@ -1,0 +1,34 @@
+// Internal to src/transport: GStreamer set-up and ownership helpers.
+#pragma once
+#include <gst/gst.h>
+
+#include <string>
+
+#include "core/status.h"
+
+namespace veil {
+
+// Initializes GStreamer once per process (thread-safe).
+void EnsureGstInit();
+
+// Parses a gst-launch style description; owns the pipeline.
+class GstPipeline {
+ public:
+  static Result<GstPipeline> Parse(const std::string& description);
+  GstPipeline() = default;
+  GstPipeline(GstPipeline&& o) noexcept : p_(o.p_) { o.p_ = nullptr; }
+  GstPipeline& operator=(GstPipeline&& o) noexcept;
+  ~GstPipeline();
+  GstElement* get() const { return p_; }
+  // The named element (a new reference, released by the returned holder's caller via gst_object_unref).
+  GstElement* element(const char* name) const { return gst_bin_get_by_name(GST_BIN(p_), name); }
+  // Sets PLAYING and waits (bounded) for the state change; reports the bus error if any.
+  Status Play();
+  void Stop();
+
+ private:
+  explicit GstPipeline(GstElement* p) : p_(p) {}
+  GstElement* p_ = nullptr;
+};
+
+}  // namespace veil

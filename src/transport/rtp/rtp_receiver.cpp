@@ -1,0 +1,120 @@
+#include "transport/rtp/rtp_receiver.h"
+
+#include <gst/app/gstappsink.h>
+#include <gst/rtp/gstrtpbuffer.h>
+
+namespace veil {
+
+Status Validate(const RtpReceiverConfig& c) {
+  if (c.codec != "vp8" && c.codec != "h264") return Status::Error("RTP codec must be vp8 or h264, got '" + c.codec + "'");
+  if (c.port < 0 || c.port > 65535) return Status::Error("RTP port must be in [0, 65535]");
+  if (c.payload_type < 96 || c.payload_type > 127) return Status::Error("RTP payload type must be dynamic (96-127)");
+  if (c.latency_ms < 0 || c.latency_ms > 2000) return Status::Error("jitter buffer latency must be in [0, 2000] ms");
+  if (c.socket_buffer_bytes < 0 || c.socket_buffer_bytes > (256 << 20))
+    return Status::Error("socket buffer must be in [0, 256 MiB]");
+  for (char ch : c.address)
+    if (!(isdigit(static_cast<unsigned char>(ch)) || ch == '.' || ch == ':' || isxdigit(static_cast<unsigned char>(ch))))
+      return Status::Error("RTP bind address must be a numeric IP, got '" + c.address + "'");
+  return Status::Ok();
+}
+
+Result<std::unique_ptr<RtpReceiver>> RtpReceiver::Start(const RtpReceiverConfig& c, OnFrame on_frame) {
+  if (Status s = Validate(c); !s) return s;
+  const bool vp8 = c.codec == "vp8";
+  const std::string desc =
+      "udpsrc name=src buffer-size=" + std::to_string(c.socket_buffer_bytes) + " address=" + c.address +
+      " port=" + std::to_string(c.port) +
+      " caps=\"application/x-rtp,media=video,clock-rate=90000,encoding-name=" + (vp8 ? "VP8" : "H264") +
+      ",payload=" + std::to_string(c.payload_type) + "\" ! rtpjitterbuffer name=jb latency=" +
+      std::to_string(c.latency_ms) + " mode=none drop-on-latency=true ! " +
+      (vp8 ? "rtpvp8depay name=depay" : "rtph264depay name=depay ! video/x-h264,stream-format=byte-stream,alignment=au") +
+      " ! appsink name=sink sync=false max-buffers=16 drop=true";
+  auto p = GstPipeline::Parse(desc);
+  if (!p) return p.status();
+  std::unique_ptr<RtpReceiver> r(new RtpReceiver());
+  r->pipeline_ = std::move(*p);
+  r->on_frame_ = std::move(on_frame);
+  r->jitterbuffer_ = r->pipeline_.element("jb");
+  GstElement* sink = r->pipeline_.element("sink");
+  GstAppSinkCallbacks cb{};
+  cb.new_sample = [](GstAppSink* s, gpointer self) { return OnSample(GST_ELEMENT(s), self); };
+  gst_app_sink_set_callbacks(GST_APP_SINK(sink), &cb, r.get(), nullptr);
+  gst_object_unref(sink);
+  GstElement* depay = r->pipeline_.element("depay");
+  GstPad* pad = gst_element_get_static_pad(depay, "sink");
+  gst_pad_add_probe(pad, GST_PAD_PROBE_TYPE_BUFFER, &RtpReceiver::OnRtp, r.get(), nullptr);
+  gst_object_unref(pad);
+  gst_object_unref(depay);
+  if (Status s = r->pipeline_.Play(); !s) return s;
+  GstElement* src = r->pipeline_.element("src");
+  g_object_get(src, "port", &r->port_, nullptr);  // the bound port when 0 was asked for
+  gst_object_unref(src);
+  if (r->port_ <= 0) return Status::Error("RTP receiver: could not bind a UDP port on " + c.address);
+  return r;
+}
+
+RtpReceiver::~RtpReceiver() {
+  pipeline_.Stop();
+  if (jitterbuffer_) gst_object_unref(jitterbuffer_);
+}
+
+GstPadProbeReturn RtpReceiver::OnRtp(GstPad*, GstPadProbeInfo* info, gpointer self) {
+  auto* r = static_cast<RtpReceiver*>(self);
+  GstBuffer* buf = GST_PAD_PROBE_INFO_BUFFER(info);
+  GstRTPBuffer rtp = GST_RTP_BUFFER_INIT;
+  if (buf && gst_rtp_buffer_map(buf, GST_MAP_READ, &rtp)) {
+    const uint32_t ts = gst_rtp_buffer_get_timestamp(&rtp);
+    gst_rtp_buffer_unmap(&rtp);
+    std::lock_guard lk(r->ts_mu_);
+    TsEntry& last = r->ts_ring_[(r->ts_next_ + 63) % 64];
+    if (last.pts != GST_BUFFER_PTS(buf)) {
+      r->ts_ring_[r->ts_next_] = {GST_BUFFER_PTS(buf), ts};
+      r->ts_next_ = (r->ts_next_ + 1) % 64;
+    }
+  }
+  return GST_PAD_PROBE_OK;
+}
+
+GstFlowReturn RtpReceiver::OnSample(GstElement* sink, gpointer self) {
+  auto* r = static_cast<RtpReceiver*>(self);
+  GstSample* sample = gst_app_sink_pull_sample(GST_APP_SINK(sink));
+  if (!sample) return GST_FLOW_OK;
+  GstBuffer* buf = gst_sample_get_buffer(sample);
+  GstMapInfo map;
+  if (buf && gst_buffer_map(buf, &map, GST_MAP_READ)) {
+    EncodedFrame f;
+    f.data.assign(map.data, map.data + map.size);
+    f.keyframe = !GST_BUFFER_FLAG_IS_SET(buf, GST_BUFFER_FLAG_DELTA_UNIT);
+    f.pts = GST_BUFFER_PTS_IS_VALID(buf) ? int64_t(GST_BUFFER_PTS(buf)) : -1;
+    gst_buffer_unmap(buf, &map);
+    uint32_t rtp_ts = 0;
+    {
+      std::lock_guard lk(r->ts_mu_);
+      for (const TsEntry& e : r->ts_ring_)
+        if (e.pts == GST_BUFFER_PTS(buf)) rtp_ts = e.rtp;
+    }
+    ++r->frames_;
+    if (r->on_frame_) r->on_frame_(std::move(f), rtp_ts);
+  }
+  gst_sample_unref(sample);
+  return GST_FLOW_OK;
+}
+
+RtpReceiverStats RtpReceiver::stats() const {
+  RtpReceiverStats s;
+  s.frames = frames_.load();
+  if (!jitterbuffer_) return s;
+  GstStructure* st = nullptr;
+  g_object_get(jitterbuffer_, "stats", &st, nullptr);
+  if (st) {
+    guint64 v = 0;
+    if (gst_structure_get_uint64(st, "num-pushed", &v)) s.packets = v;
+    if (gst_structure_get_uint64(st, "num-lost", &v)) s.lost = v;
+    if (gst_structure_get_uint64(st, "num-late", &v)) s.late = v;
+    if (gst_structure_get_uint64(st, "avg-jitter", &v)) s.jitter_ms = double(v) / 1e6;
+    gst_structure_free(st);
+  }
+  return s;
+}
+
+}  // namespace veil

@@ -1,0 +1,67 @@
+// Plain RTP video ingest on GStreamer: udpsrc -> rtpjitterbuffer (reordering,
+// loss and jitter accounting) -> depayloader -> compressed frames handed to
+// the session (decoding stays in src/media). Binds loopback by default.
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "core/status.h"
+#include "media/codec.h"
+#include "transport/gst_util.h"
+
+namespace veil {
+
+struct RtpReceiverConfig {
+  std::string codec = "vp8";        // vp8 | h264
+  std::string address = "127.0.0.1";
+  int port = 0;                     // 0 = any free port (see port())
+  int payload_type = 96;
+  int latency_ms = 40;              // jitter buffer depth
+  // A 720p VP8 keyframe is ~100 packets in one burst: ask for a socket buffer
+  // that holds several (the kernel caps it at net.core.rmem_max).
+  int socket_buffer_bytes = 4 << 20;
+};
+Status Validate(const RtpReceiverConfig& c);
+
+struct RtpReceiverStats {
+  uint64_t packets = 0;   // pushed out of the jitter buffer
+  uint64_t lost = 0;      // never arrived (sequence gaps)
+  uint64_t late = 0;      // arrived after their play-out time
+  double jitter_ms = 0;   // RFC 3550 inter-arrival jitter
+  uint64_t frames = 0;    // complete compressed frames delivered
+};
+
+class RtpReceiver {
+ public:
+  // Called on a GStreamer streaming thread for every complete frame, with the
+  // frame's RTP timestamp (preserved for end-to-end latency matching).
+  using OnFrame = std::function<void(EncodedFrame&& frame, uint32_t rtp_timestamp)>;
+  static Result<std::unique_ptr<RtpReceiver>> Start(const RtpReceiverConfig& c, OnFrame on_frame);
+  ~RtpReceiver();
+  int port() const { return port_; }
+  RtpReceiverStats stats() const;
+
+ private:
+  RtpReceiver() = default;
+  static GstFlowReturn OnSample(GstElement* sink, gpointer self);
+  static GstPadProbeReturn OnRtp(GstPad* pad, GstPadProbeInfo* info, gpointer self);
+  GstPipeline pipeline_;
+  GstElement* jitterbuffer_ = nullptr;
+  OnFrame on_frame_;
+  int port_ = 0;
+  std::atomic<uint64_t> frames_{0};
+  std::mutex ts_mu_;
+  // PTS -> RTP timestamp of the packets entering the depayloader (small ring).
+  struct TsEntry {
+    GstClockTime pts = GST_CLOCK_TIME_NONE;
+    uint32_t rtp = 0;
+  };
+  TsEntry ts_ring_[64];  // guarded by ts_mu_
+  size_t ts_next_ = 0;   // guarded by ts_mu_
+};
+
+}  // namespace veil

@@ -1,0 +1,161 @@
+// RTP egress -> ingest on loopback (127.0.0.1 only).
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+#include <variant>
+
+#include "media/codec.h"
+#include "media/reader.h"
+#include "test_util.h"
+#include "transport/rtp/rtp_receiver.h"
+#include "transport/rtp/rtp_sender.h"
+
+namespace veil {
+namespace {
+
+struct Received {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<std::pair<EncodedFrame, uint32_t>> frames;
+  bool WaitFor(size_t n, int ms) {
+    std::unique_lock lk(mu);
+    return cv.wait_for(lk, std::chrono::milliseconds(ms), [&] { return frames.size() >= n; });
+  }
+};
+
+std::vector<EncodedFrame> EncodeSample(const std::string& codec, int n, VideoInfo* vi) {
+  auto r = MediaReader::Open(test::Media("sample_720p30.ivf"));
+  EXPECT_TRUE(r.ok());
+  *vi = (*r)->info();
+  auto enc = VideoEncoder::Open(codec, *vi, {});
+  EXPECT_TRUE(enc.ok());
+  std::vector<EncodedFrame> out;
+  int frames = 0;
+  while (frames < n) {
+    ReadItem it = (*r)->Next();
+    if (std::holds_alternative<EndOfStream>(it)) break;
+    if (auto* f = std::get_if<FramePtr>(&it)) {
+      EXPECT_TRUE((*enc)->Encode(**f, false, out).ok());
+      ++frames;
+    }
+  }
+  return out;
+}
+
+void LoopbackRoundTrip(const std::string& codec) {
+  VideoInfo vi;
+  const auto frames = EncodeSample(codec, 30, &vi);
+  ASSERT_EQ(frames.size(), 30u);
+  Received got;
+  RtpReceiverConfig rc;
+  rc.codec = codec;
+  auto rx = RtpReceiver::Start(rc, [&](EncodedFrame&& f, uint32_t ts) {
+    std::lock_guard lk(got.mu);
+    got.frames.emplace_back(std::move(f), ts);
+    got.cv.notify_all();
+  });
+  ASSERT_TRUE(rx.ok()) << rx.error();
+  ASSERT_GT((*rx)->port(), 0);
+  RtpSenderConfig sc;
+  sc.codec = codec;
+  auto tx = RtpSender::Start(sc);
+  ASSERT_TRUE(tx.ok()) << tx.error();
+  ASSERT_TRUE((*tx)->AddViewer("127.0.0.1", (*rx)->port()).ok());
+  const uint32_t base = 4000000000u;  // wraps past 2^32 during the clip
+  for (size_t i = 0; i < frames.size(); ++i) {
+    ASSERT_TRUE((*tx)->Send(frames[i], base + uint32_t(i * 3000)).ok());
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_TRUE(got.WaitFor(frames.size() - 1, 3000)) << "received " << got.frames.size();
+  auto dec = VideoDecoder::Open(codec, 1);
+  ASSERT_TRUE(dec.ok());
+  std::lock_guard lk(got.mu);
+  int decoded = 0;
+  for (size_t i = 0; i < got.frames.size(); ++i) {
+    const auto& [f, ts] = got.frames[i];
+    EXPECT_EQ(ts, base + uint32_t(i * 3000)) << "RTP timestamp not preserved, frame " << i;
+    if (codec == "vp8") EXPECT_EQ(f.data, frames[i].data) << "payload changed in transit, frame " << i;
+    std::vector<FramePtr> out;
+    if ((*dec)->Decode(f.data.data(), f.data.size(), int64_t(i), out).ok()) decoded += int(out.size());
+  }
+  EXPECT_GE(decoded, int(frames.size()) - 1);
+  const auto st = (*rx)->stats();
+  EXPECT_EQ(st.lost, 0u);
+  EXPECT_GE(st.packets, frames.size());
+}
+
+TEST(Rtp, Vp8LoopbackPreservesFramesAndTimestamps) { LoopbackRoundTrip("vp8"); }
+TEST(Rtp, H264LoopbackPreservesFramesAndTimestamps) { LoopbackRoundTrip("h264"); }
+
+TEST(Rtp, GarbageDatagramsDoNotHurtTheReceiver) {
+  Received got;
+  auto rx = RtpReceiver::Start({}, [&](EncodedFrame&& f, uint32_t ts) {
+    std::lock_guard lk(got.mu);
+    got.frames.emplace_back(std::move(f), ts);
+    got.cv.notify_all();
+  });
+  ASSERT_TRUE(rx.ok()) << rx.error();
+  const int fd = socket(AF_INET, SOCK_DGRAM, 0);
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_port = htons(uint16_t((*rx)->port()));
+  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  uint8_t buf[1400];
+  uint32_t x = 12345;
+  for (int i = 0; i < 300; ++i) {  // random bytes, truncated headers, RTP with absurd sequence jumps
+    const size_t len = 1 + (i * 37) % sizeof buf;
+    for (size_t k = 0; k < len; ++k) buf[k] = uint8_t(x = x * 1103515245 + 12345);
+    if (i % 3 == 0 && len > 12) {
+      buf[0] = 0x80;
+      buf[1] = 96 | (i % 2 ? 0x80 : 0);
+      buf[2] = uint8_t(i * 97);  // sequence numbers all over the place
+    }
+    sendto(fd, buf, len, 0, reinterpret_cast<sockaddr*>(&to), sizeof to);
+  }
+  close(fd);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  // Then real media still flows.
+  VideoInfo vi;
+  const auto frames = EncodeSample("vp8", 10, &vi);
+  auto tx = RtpSender::Start({});
+  ASSERT_TRUE(tx.ok());
+  ASSERT_TRUE((*tx)->AddViewer("127.0.0.1", (*rx)->port()).ok());
+  for (size_t i = 0; i < frames.size(); ++i) {
+    ASSERT_TRUE((*tx)->Send(frames[i], uint32_t(i * 3000)).ok());
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_TRUE(got.WaitFor(5, 3000)) << "received " << got.frames.size();
+}
+
+TEST(Rtp, RejectsBadConfigAndViewers) {
+  RtpReceiverConfig rc;
+  rc.codec = "mjpeg";
+  EXPECT_FALSE(RtpReceiver::Start(rc, {}).ok());
+  rc = {};
+  rc.address = "127.0.0.1 ! fakesink";  // no pipeline injection
+  EXPECT_FALSE(RtpReceiver::Start(rc, {}).ok());
+  rc = {};
+  rc.port = 70000;
+  EXPECT_FALSE(RtpReceiver::Start(rc, {}).ok());
+  auto tx = RtpSender::Start({});
+  ASSERT_TRUE(tx.ok());
+  EXPECT_FALSE((*tx)->AddViewer("not-an-ip", 5000).ok());
+  EXPECT_FALSE((*tx)->AddViewer("127.0.0.1", 0).ok());
+  EXPECT_FALSE((*tx)->AddViewer("0.0.0.0", 5000).ok());
+  EXPECT_TRUE((*tx)->AddViewer("127.0.0.1", 5000).ok());
+  EXPECT_TRUE((*tx)->AddViewer("127.0.0.1", 5000).ok());
+  EXPECT_EQ((*tx)->viewers(), 1u);
+  (*tx)->RemoveViewer("127.0.0.1", 5000);
+  EXPECT_EQ((*tx)->viewers(), 0u);
+}
+
+}  // namespace
+}  // namespace veil
