@@ -105,7 +105,7 @@ void PrivacyStage::ApplyResults(const Frame& f, FrameReport& r) {
   for (auto& res : got) {
     switch (res.outcome) {
       case DetectOutcome::kOk:
-        if (res.frame_index > last_result_frame_) {
+        if (res.frame_index > last_result_frame_ && res.frame_index >= min_result_frame_) {
           UpdateTracker(res.detections, f);
           last_result_frame_ = res.frame_index;
           failing_ = false;
@@ -158,7 +158,15 @@ FrameReport PrivacyStage::Process(Frame& f) {
   r.ms_track = NowMs() - t0;
   ++frames_since_detect_;
   r.scene_cut = cfg_.scene_cut && SceneCut(f);
-  if (r.scene_cut) ++counters_.scene_cuts;
+  if (r.scene_cut) {
+    ++counters_.scene_cuts;
+    if (sched_) {
+      // Live: what we know describes the previous shot. Fail closed until the
+      // detection of this frame (submitted below) comes back.
+      last_result_frame_ = -1;
+      min_result_frame_ = f.index;
+    }
+  }
   if (sched_) ApplyResults(f, r);
   const bool due = frames_since_detect_ >= every_ || r.scene_cut;  // the first frame is always due
   bool failed = false;

@@ -96,6 +96,7 @@ class PrivacyStage {
   uint64_t session_ = 0;
   std::shared_ptr<Mailbox> mailbox_ = std::make_shared<Mailbox>();
   bool failing_ = false;  // async: the newest result was a failure
+  int64_t min_result_frame_ = 0;  // async: results of frames before the last scene cut describe another shot
   Tracker tracker_;
   PrivacyCounters counters_;
   cv::Mat small_;

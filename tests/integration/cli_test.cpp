@@ -10,6 +10,7 @@
 #include <variant>
 
 #include "media/reader.h"
+#include "face_check.h"
 #include "test_util.h"
 #include "vision/detector.h"
 #include "vision/preprocess.h"
@@ -25,39 +26,12 @@ nlohmann::json JsonTail(const std::string& out) {
   return nlohmann::json::parse(out.substr(p));
 }
 
-// How much of the source's fine detail survives in the output over a box:
-// normalized cross-correlation of the band-pass (difference of Gaussians)
-// luma of both. A re-encoded but untouched face keeps its eyes, nose and
-// mouth edges (high correlation); a mosaic replaces them with cell edges
-// that do not line up with them (correlation near zero).
-double DetailCorrelation(const Frame& a, const Frame& b, const Box& box) {
-  const int x0 = std::max(0, int(box.x)), y0 = std::max(0, int(box.y));
-  const int x1 = std::min(a.width, int(box.x2())), y1 = std::min(a.height, int(box.y2()));
-  if (x1 - x0 < 8 || y1 - y0 < 8) return 0;
-  const cv::Rect roi(x0, y0, x1 - x0, y1 - y0);
-  auto band = [&](const Frame& f) {
-    cv::Mat m, g1, g2;
-    cv::Mat(f.height, f.width, CV_8UC1, f.y.data, f.y.stride)(roi).convertTo(m, CV_32F);
-    const double s = std::max(1.0, roi.width / 64.0);  // scale with the face: features, not pixels
-    cv::GaussianBlur(m, g1, cv::Size(), s);
-    cv::GaussianBlur(m, g2, cv::Size(), 3 * s);
-    cv::Mat d = g1 - g2;
-    return cv::Mat(d - cv::mean(d)[0]);
-  };
-  const cv::Mat da = band(a), db = band(b);
-  const double num = da.dot(db), den = std::sqrt(da.dot(da) * db.dot(db));
-  return den > 0 ? num / den : 0;
-}
-
 struct FaceCheck {
   int source_faces = 0;   // faces YuNet finds in the source frames
   int kept_detail = 0;    // of those, how many keep their detail in the output
   int frames_checked = 0;
 };
 
-// A face region whose output detail still correlates this well with the
-// source was not pixelated.
-constexpr double kLeakCorrelation = 0.75;  // measured: untouched >= 0.99, 8-cell mosaic <= 0.52
 
 // For every `step`-th frame: find faces in the source, then check the same
 // region of the output has lost the face's detail.
@@ -84,11 +58,11 @@ FaceCheck CheckFacesPixelated(const std::string& src, const std::string& out, in
     for (const auto& det : res->front()) {
       const Box box = det.box.Scaled(sx, sx);
       ++c.source_faces;
-      const double corr = DetailCorrelation(**fa, **fb, box);
+      const double corr = test::DetailCorrelation(**fa, **fb, box);
       if (std::getenv("VEIL_TEST_VERBOSE"))
         std::fprintf(stderr, "frame %lld face %.0f,%.0f %.0fx%.0f detail correlation %.3f\n",
                      (long long)(*fa)->index, box.x, box.y, box.w, box.h, corr);
-      c.kept_detail += corr >= kLeakCorrelation;
+      c.kept_detail += corr >= test::kLeakCorrelation;
     }
   }
   return c;

@@ -306,6 +306,32 @@ TEST(PrivacyStageAsync, FailedDetectionFailsClosedUntilASuccess) {
   EXPECT_GE(s.counters().detect_failures, 1);
 }
 
+TEST(PrivacyStageAsync, SceneCutFailsClosedUntilTheNewShotIsDetected) {
+  AsyncHarness h;
+  auto c = Cfg(3);
+  c.scene_cut = true;
+  PrivacyStage s(c, h.sched.get(), 1);
+  for (int i = 0; i < 3; ++i) {
+    auto f = Textured(320, 180, i);
+    s.Process(*f);
+    h.WaitIdle();
+  }
+  h.det->sleep_ms = 100;  // the new shot's detection takes a while
+  auto cut = MakeFrame(320, 180);
+  for (const Plane* p : {&cut->y, &cut->u, &cut->v})
+    for (int y = 0; y < p->height; ++y) std::fill(p->row(y), p->row(y) + p->width, 16);
+  cut->index = 3;
+  auto rep = s.Process(*cut);
+  EXPECT_TRUE(rep.scene_cut);
+  EXPECT_TRUE(rep.fail_closed) << "a new shot must not be shown before it is detected";
+  h.WaitIdle();
+  h.det->sleep_ms = 0;
+  auto next = MakeFrame(320, 180);
+  CopyFrame(*cut, *next);
+  next->index = 4;
+  EXPECT_FALSE(s.Process(*next).fail_closed);
+}
+
 TEST(PrivacyConfig, RejectsContradictionsAndAbsurdValues) {
   PrivacyConfig c;
   EXPECT_TRUE(Validate(c).ok());

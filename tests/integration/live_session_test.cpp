@@ -1,0 +1,188 @@
+// A live session on loopback: a paced RTP publisher -> LiveSession (real
+// YuNet through the shared scheduler) -> an RTP viewer; the received frames
+// are decoded and checked against the source frames they came from.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <map>
+#include <thread>
+#include <variant>
+
+#include "core/clock.h"
+#include "face_check.h"
+#include "media/reader.h"
+#include "server/live_session.h"
+#include "test_util.h"
+#include "vision/preprocess.h"
+
+namespace veil {
+namespace {
+
+struct Source {
+  std::vector<FramePtr> frames;
+  std::vector<EncodedFrame> packets;
+};
+
+Source LoadSource(int n) {
+  Source s;
+  auto r = MediaReader::Open(test::Media("sample_720p30.ivf"));
+  EXPECT_TRUE(r.ok());
+  auto enc = VideoEncoder::Open("vp8", (*r)->info(), {});
+  EXPECT_TRUE(enc.ok());
+  while (int(s.frames.size()) < n) {
+    ReadItem it = (*r)->Next();
+    if (std::holds_alternative<EndOfStream>(it)) break;
+    if (auto* f = std::get_if<FramePtr>(&it)) {
+      auto copy = MakeFrame((*f)->width, (*f)->height);
+      CopyFrame(**f, *copy);
+      s.frames.push_back(copy);
+      EXPECT_TRUE((*enc)->Encode(*copy, false, s.packets).ok());
+    }
+  }
+  return s;
+}
+
+struct Viewer {
+  std::mutex mu;
+  std::map<uint32_t, FramePtr> frames;  // by RTP timestamp
+  std::unique_ptr<VideoDecoder> dec;
+  std::unique_ptr<RtpReceiver> rx;
+  Viewer() {
+    dec = std::move(*VideoDecoder::Open("vp8", 1));
+    auto r = RtpReceiver::Start({}, [this](EncodedFrame&& f, uint32_t ts) {
+      std::vector<FramePtr> out;
+      std::lock_guard lk(mu);
+      if (dec->Decode(f.data.data(), f.data.size(), ts, out).ok())
+        for (auto& fr : out) {
+          auto copy = MakeFrame(fr->width, fr->height);
+          CopyFrame(*fr, *copy);
+          frames[ts] = copy;
+        }
+    });
+    EXPECT_TRUE(r.ok()) << r.error();
+    rx = std::move(*r);
+  }
+};
+
+// Sends packets [from, to) paced at 30 fps; RTP timestamp = index * 3000.
+void Publish(RtpSender& tx, const Source& s, int from, int to) {
+  const double t0 = NowMs();
+  for (int i = from; i < to; ++i) {
+    const double due = t0 + (i - from) * 1000.0 / 30;
+    while (NowMs() < due) std::this_thread::sleep_for(std::chrono::microseconds(500));
+    ASSERT_TRUE(tx.Send(s.packets[i], uint32_t(i * 3000)).ok());
+  }
+}
+
+// Faces YuNet finds in the source frames that still carry their detail in the received frames.
+std::pair<int, int> CountFacesKept(Detector& det, const Source& s, Viewer& v, int from, int to) {
+  int faces = 0, kept = 0;
+  cv::Mat bgr;
+  std::lock_guard lk(v.mu);
+  for (const auto& [ts, out] : v.frames) {
+    const int i = int(ts / 3000);
+    if (i < from || i >= to || i % 3) continue;
+    const Frame& src = *s.frames[i];
+    const cv::Size small = FitSize(src.width, src.height, {640, 360});
+    DownscaleToBgr(src, small, bgr);
+    auto res = det.Detect({bgr}, 0.5f);
+    if (!res.ok()) continue;
+    for (const auto& d : res->front()) {
+      const Box b = d.box.Scaled(float(src.width) / small.width, float(src.height) / small.height);
+      ++faces;
+      const double corr = test::DetailCorrelation(src, *out, b);
+      if (corr >= test::kLeakCorrelation && std::getenv("VEIL_TEST_VERBOSE"))
+        std::fprintf(stderr, "frame %d face %.0f,%.0f %.0fx%.0f kept detail %.2f\n", i, b.x, b.y, b.w, b.h, corr);
+      kept += corr >= test::kLeakCorrelation;
+    }
+  }
+  return {faces, kept};
+}
+
+TEST(LiveSession, PixelatesFacesAtFullRateAndSwitchesModes) {
+  const Source src = LoadSource(240);
+  ASSERT_EQ(src.packets.size(), 240u);
+  MetricsRegistry metrics;
+  auto sched = InferenceScheduler::Create({}, [] { return LoadDetector({}); }, &metrics, "local");
+  ASSERT_TRUE(sched.ok()) << sched.error();
+  auto session = LiveSession::Start("s1", {}, sched->get(), 1, &metrics);
+  ASSERT_TRUE(session.ok()) << session.error();
+  Viewer viewer;
+  ASSERT_TRUE((*session)->AddViewer("127.0.0.1", viewer.rx->port()).ok());
+  auto tx = RtpSender::Start({});
+  ASSERT_TRUE(tx.ok());
+  ASSERT_TRUE((*tx)->AddViewer("127.0.0.1", (*session)->ingest_port()).ok());
+
+  Publish(**tx, src, 0, 150);  // anonymize
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  (*session)->SetMode(Mode::kBypass);
+  Publish(**tx, src, 150, 195);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  (*session)->SetMode(Mode::kFullBlur);
+  Publish(**tx, src, 195, 240);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+
+  const LiveSessionStats st = (*session)->stats();
+  size_t received = 0;
+  {
+    std::lock_guard lk(viewer.mu);
+    received = viewer.frames.size();
+  }
+  std::printf("live session: in %llu, out %llu, stale %llu, fail-closed %lld, viewer received %zu/240\n",
+              (unsigned long long)st.frames_in, (unsigned long long)st.frames_out,
+              (unsigned long long)st.stale_drops, (long long)st.privacy.fail_closed, received);
+  EXPECT_GE(st.frames_in, 235u);
+  EXPECT_GE(received, 216u) << "received rate more than 10% below the sent rate";
+
+  auto det = LoadDetector({});
+  ASSERT_TRUE(det.ok());
+  auto [faces_a, kept_a] = CountFacesKept(**det, src, viewer, 15, 150);  // after the first detections
+  EXPECT_GT(faces_a, 20);
+  EXPECT_EQ(kept_a, 0) << "faces left unpixelated in anonymize mode";
+  auto [faces_b, kept_b] = CountFacesKept(**det, src, viewer, 165, 195);
+  EXPECT_GT(kept_b, 0) << "bypass should leave faces untouched";
+  auto [faces_f, kept_f] = CountFacesKept(**det, src, viewer, 210, 240);
+  EXPECT_GT(faces_f, 0);
+  EXPECT_EQ(kept_f, 0) << "full_blur left a face visible";
+  const std::string m = metrics.ExportText();
+  EXPECT_NE(m.find("veil_session_processing_ms_bucket{session=\"s1\""), std::string::npos);
+  EXPECT_NE(m.find("veil_ai_batch_size_bucket{target=\"local\""), std::string::npos);
+}
+
+TEST(LiveSession, StalledDetectionFailsClosedNeverLeaks) {
+  const Source src = LoadSource(90);
+  MetricsRegistry metrics;
+  // A detector that answers once, then hangs: the AI path is dead mid-stream.
+  struct Hanging : Detector {
+    std::unique_ptr<Detector> real = std::move(*LoadDetector({}));
+    std::atomic<int> calls{0};
+    std::string name() const override { return "hanging"; }
+    bool native_batch() const override { return false; }
+    Result<std::vector<Detections>> Detect(const std::vector<cv::Mat>& im, float s) override {
+      if (++calls > 3) std::this_thread::sleep_for(std::chrono::seconds(2));
+      return real->Detect(im, s);
+    }
+  };
+  auto sched = InferenceScheduler::Create(
+      {}, []() -> Result<std::unique_ptr<Detector>> { return std::unique_ptr<Detector>(new Hanging()); }, &metrics,
+      "local");
+  ASSERT_TRUE(sched.ok());
+  auto session = LiveSession::Start("s2", {}, sched->get(), 2, &metrics);
+  ASSERT_TRUE(session.ok());
+  Viewer viewer;
+  ASSERT_TRUE((*session)->AddViewer("127.0.0.1", viewer.rx->port()).ok());
+  auto tx = RtpSender::Start({});
+  ASSERT_TRUE((*tx)->AddViewer("127.0.0.1", (*session)->ingest_port()).ok());
+  Publish(**tx, src, 0, 90);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const LiveSessionStats st = (*session)->stats();
+  EXPECT_GT(st.privacy.fail_closed, 40) << "frames after the stall must be whole-frame mosaics";
+  auto det = LoadDetector({});
+  auto [faces, kept] = CountFacesKept(**det, src, viewer, 0, 90);
+  EXPECT_GT(faces, 10);
+  EXPECT_EQ(kept, 0) << "a face left unpixelated while the AI path was stalled";
+  (*sched)->Shutdown();
+}
+
+}  // namespace
+}  // namespace veil
