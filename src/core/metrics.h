@@ -13,13 +13,16 @@ namespace veil {
 
 using Labels = std::vector<std::pair<std::string, std::string>>;
 
+// Lock-free add on an atomic double.
+inline void AtomicAdd(std::atomic<double>& a, double v) {
+  double cur = a.load(std::memory_order_relaxed);
+  while (!a.compare_exchange_weak(cur, cur + v, std::memory_order_relaxed)) {
+  }
+}
+
 class Counter {
  public:
-  void Inc(double v = 1) {
-    double cur = value_.load(std::memory_order_relaxed);
-    while (!value_.compare_exchange_weak(cur, cur + v, std::memory_order_relaxed)) {
-    }
-  }
+  void Inc(double v = 1) { AtomicAdd(value_, v); }
   double value() const { return value_.load(std::memory_order_relaxed); }
 
  private:
@@ -29,11 +32,7 @@ class Counter {
 class Gauge {
  public:
   void Set(double v) { value_.store(v, std::memory_order_relaxed); }
-  void Add(double v) {
-    double cur = value_.load(std::memory_order_relaxed);
-    while (!value_.compare_exchange_weak(cur, cur + v, std::memory_order_relaxed)) {
-    }
-  }
+  void Add(double v) { AtomicAdd(value_, v); }
   double value() const { return value_.load(std::memory_order_relaxed); }
 
  private:

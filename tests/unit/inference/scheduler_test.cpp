@@ -9,49 +9,12 @@
 #include <thread>
 
 #include "core/clock.h"
+#include "fake_detector.h"
 
 namespace veil {
 namespace {
 
-// Returns one box per image whose x is the image's first pixel value (so a
-// result can be traced to its request), records batch sizes, and can be held
-// at a gate to let a queue build up.
-class FakeDetector : public Detector {
- public:
-  std::string name() const override { return "fake"; }
-  bool native_batch() const override { return true; }
-  Result<std::vector<Detections>> Detect(const std::vector<cv::Mat>& images, float) override {
-    {
-      std::unique_lock lk(mu);
-      ++calls;
-      batches.push_back(int(images.size()));
-      cv.notify_all();
-      cv.wait(lk, [&] { return open; });
-    }
-    if (fail) return Status::Error("injected");
-    std::vector<Detections> out;
-    for (const auto& im : images) out.push_back({{{float(im.at<cv::Vec3b>(0, 0)[0]), 0, 10, 10}, 0.9f}});
-    return out;
-  }
-  void Close() {
-    std::lock_guard lk(mu);
-    open = false;
-  }
-  void Open() {
-    std::lock_guard lk(mu);
-    open = true;
-    cv.notify_all();
-  }
-  void WaitCalls(int n) {
-    std::unique_lock lk(mu);
-    cv.wait(lk, [&] { return calls >= n; });
-  }
-  std::mutex mu;
-  std::condition_variable cv;
-  bool open = true, fail = false;
-  int calls = 0;
-  std::vector<int> batches;
-};
+using test::FakeDetector;
 
 cv::Mat Image(int value) { return cv::Mat(36, 64, CV_8UC3, cv::Scalar::all(value)); }
 
@@ -145,7 +108,7 @@ TEST(Scheduler, StaleRequestsAreDroppedBeforeInference) {
   h.det->Open();
   EXPECT_EQ(busy.get().outcome, DetectOutcome::kOk);
   EXPECT_EQ(late.get().outcome, DetectOutcome::kStale);
-  EXPECT_EQ(h.det->calls, 1);  // never ran
+  EXPECT_EQ(h.det->Calls(), 1);  // never ran
   EXPECT_NE(h.metrics.ExportText().find("veil_ai_stale_drops_total{target=\"local\"} 1"), std::string::npos);
 }
 

@@ -7,27 +7,12 @@
 #include <thread>
 
 #include "core/clock.h"
+#include "fake_detector.h"
 
 namespace veil {
 namespace {
 
-// Returns fixed boxes (in the detector's input coordinates) or fails on demand.
-class FakeDetector : public Detector {
- public:
-  std::string name() const override { return "fake"; }
-  bool native_batch() const override { return true; }
-  Result<std::vector<Detections>> Detect(const std::vector<cv::Mat>& images, float) override {
-    ++calls;
-    sizes.push_back(images[0].size());
-    if (sleep_ms) std::this_thread::sleep_for(std::chrono::milliseconds(sleep_ms));
-    if (fail) return Status::Error("injected failure");
-    return std::vector<Detections>(images.size(), boxes);
-  }
-  Detections boxes;
-  std::atomic<bool> fail{false};
-  std::atomic<int> calls{0}, sleep_ms{0};
-  std::vector<cv::Size> sizes;  // written by the detecting thread only
-};
+using test::FakeDetector;
 
 FramePtr Textured(int w = 320, int h = 180, int64_t index = 0) {
   auto f = MakeFrame(w, h);
@@ -61,7 +46,7 @@ TEST(PrivacyStage, BypassTouchesNothing) {
   auto f = Textured(), ref = Textured();
   auto rep = s.Process(*f);
   EXPECT_TRUE(SamePixels(*f, *ref, {0, 0, 320, 180}));
-  EXPECT_EQ(d.calls, 0);
+  EXPECT_EQ(d.Calls(), 0);
   EXPECT_FALSE(rep.fail_closed);
 }
 
