@@ -3,7 +3,11 @@
 namespace veil {
 
 TargetPool::TargetPool(std::vector<std::string> names) {
-  for (auto& n : names) targets_.push_back({std::move(n)});
+  for (auto& n : names) {
+    TargetState t;
+    t.name = std::move(n);
+    targets_.push_back(std::move(t));
+  }
 }
 
 Result<int> TargetPool::Assign(uint64_t session) {

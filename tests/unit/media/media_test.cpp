@@ -33,13 +33,19 @@ Counts Transcode(const std::string& in, const std::string& out = "", EncoderOpti
     if (std::holds_alternative<EndOfStream>(it)) break;
     if (auto* p = std::get_if<PassthroughPacket>(&it)) {
       ++c.audio;
-      if (w) EXPECT_TRUE(w->WritePassthrough(*p).ok());
+      if (w) {
+        EXPECT_TRUE(w->WritePassthrough(*p).ok());
+      }
       continue;
     }
     ++c.frames;
-    if (w) EXPECT_TRUE(w->WriteFrame(*std::get<FramePtr>(it)).ok());
+    if (w) {
+      EXPECT_TRUE(w->WriteFrame(*std::get<FramePtr>(it)).ok());
+    }
   }
-  if (w) EXPECT_TRUE(w->Finish().ok());
+  if (w) {
+    EXPECT_TRUE(w->Finish().ok());
+  }
   c.end = (*r)->end_status();
   return c;
 }

@@ -95,9 +95,13 @@ void LoopbackRoundTrip(const std::string& codec) {
     ASSERT_EQ(delta % 3000, 0u) << "RTP timestamp not preserved: " << ts;
     const size_t i = delta / 3000;
     ASSERT_LT(i, frames.size());
-    if (k > 0) EXPECT_GT(delta, last_delta) << "frames out of order";
+    if (k > 0) {
+      EXPECT_GT(delta, last_delta) << "frames out of order";
+    }
     last_delta = delta;
-    if (codec == "vp8") EXPECT_EQ(f.data, frames[i].data) << "payload changed in transit, frame " << i;
+    if (codec == "vp8") {
+      EXPECT_EQ(f.data, frames[i].data) << "payload changed in transit, frame " << i;
+    }
     std::vector<FramePtr> out;
     if ((*dec)->Decode(f.data.data(), f.data.size(), int64_t(i), out).ok()) decoded += int(out.size());
   }
