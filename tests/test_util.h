@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include "media/media_types.h"
+
 namespace veil::test {
 
 inline std::string Assets() {
@@ -32,6 +34,16 @@ inline RunResult RunVeil(const std::string& args, const std::string& env_prefix 
   const int st = pclose(p);
   r.rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
   return r;
+}
+
+// A small 30 fps stream description for parameter-validation tests.
+inline VideoInfo SmallVideo(int w = 64, int h = 48) {
+  VideoInfo vi;
+  vi.width = w;
+  vi.height = h;
+  vi.tb_den = 30;
+  vi.fps = 30;
+  return vi;
 }
 
 inline std::string TempPath(const std::string& name) {

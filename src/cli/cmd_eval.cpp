@@ -38,7 +38,7 @@ void RegisterEval(CLI::App& app, int* rc) {
   sub->callback([o, rc] {
     if (o->faces.empty()) o->faces = AssetsDir() + "/faces";
     auto gt = LoadGroundTruth(o->faces);
-    auto size = ParseSize(o->photo_size);
+    auto size = ParseBoundedSize(o->photo_size);
     auto cfg = Resolve(o->config);
     if (!cfg) return Fail(rc, 2, cfg.error());
     if (PrintConfigIfAsked(o->config, cfg->config)) return;

@@ -1,6 +1,5 @@
 #include "cli/options.h"
 
-#include <charconv>
 #include <cstdio>
 
 extern char** environ;
@@ -12,17 +11,12 @@ void Fail(int* rc, int code, const std::string& message) {
   *rc = code;
 }
 
-Result<cv::Size> ParseSize(const std::string& s) {
-  const auto x = s.find('x');
-  int w = 0, h = 0;
-  if (x == std::string::npos) return Status::Error("size must look like WxH, got '" + s + "'");
-  auto r1 = std::from_chars(s.data(), s.data() + x, w);
-  auto r2 = std::from_chars(s.data() + x + 1, s.data() + s.size(), h);
-  if (r1.ec != std::errc() || r1.ptr != s.data() + x || r2.ec != std::errc() || r2.ptr != s.data() + s.size())
-    return Status::Error("size must look like WxH, got '" + s + "'");
-  if (w < 32 || h < 32 || w > 4096 || h > 4096)
+Result<cv::Size> ParseBoundedSize(const std::string& s) {
+  auto size = ParseSize(s);
+  if (!size) return size;
+  if (size->width < 32 || size->height < 32 || size->width > 4096 || size->height > 4096)
     return Status::Error("size " + s + " out of range (32x32 .. 4096x4096)");
-  return cv::Size(w, h);
+  return size;
 }
 
 void AddConfigOptions(CLI::App& app, ConfigOptions& o, const std::map<std::string, std::string>& renames) {

@@ -40,7 +40,8 @@ Result<Resolved> Resolve(const ConfigOptions& o);
 // Handles --print-config: prints the effective configuration and returns true.
 bool PrintConfigIfAsked(const ConfigOptions& o, const Config& c);
 
-Result<cv::Size> ParseSize(const std::string& s);
+// "WxH" within 32x32 .. 4096x4096.
+Result<cv::Size> ParseBoundedSize(const std::string& s);
 // Prints "veil: <message>" on stderr and sets the process exit code.
 void Fail(int* rc, int code, const std::string& message);
 

@@ -11,19 +11,6 @@
 namespace veil {
 namespace {
 
-cv::Size ParseSizeOr(const std::string& s, Status* err) {
-  const auto x = s.find('x');
-  int w = 0, h = 0;
-  if (x != std::string::npos) {
-    auto r1 = std::from_chars(s.data(), s.data() + x, w);
-    auto r2 = std::from_chars(s.data() + x + 1, s.data() + s.size(), h);
-    if (r1.ec == std::errc() && r1.ptr == s.data() + x && r2.ec == std::errc() && r2.ptr == s.data() + s.size())
-      return {w, h};
-  }
-  *err = Status::Error("privacy.detect_size must look like WxH, got '" + s + "'");
-  return {};
-}
-
 template <typename T>
 KeySpec Key(std::string key, std::string flag, std::string doc, T Settings::*field) {
   using Stored = std::conditional_t<std::is_same_v<T, int64_t> || std::is_same_v<T, double> ||
@@ -90,6 +77,18 @@ Result<Value> FromToml(const KeySpec& k, const toml::value& v) {
 }
 
 }  // namespace
+
+Result<cv::Size> ParseSize(const std::string& s) {
+  const auto x = s.find('x');
+  int w = 0, h = 0;
+  if (x != std::string::npos) {
+    auto r1 = std::from_chars(s.data(), s.data() + x, w);
+    auto r2 = std::from_chars(s.data() + x + 1, s.data() + s.size(), h);
+    if (r1.ec == std::errc() && r1.ptr == s.data() + x && r2.ec == std::errc() && r2.ptr == s.data() + s.size())
+      return cv::Size(w, h);
+  }
+  return Status::Error("size must look like WxH, got '" + s + "'");
+}
 
 const char* SourceName(Source s) {
   switch (s) {
@@ -242,9 +241,9 @@ Result<PrivacyConfig> Config::BuildPrivacy() const {
   auto m = ParseMode(s.mode);
   if (!m) return m.status();
   c.mode = *m;
-  Status err;
-  c.detect_box = ParseSizeOr(s.detect_size, &err);
-  if (!err) return err;
+  auto box = ParseSize(s.detect_size);
+  if (!box) return Status::Error("privacy.detect_size: " + box.error());
+  c.detect_box = *box;
   if (s.detect_every == "auto") {
     c.detect_every = 0;
   } else {

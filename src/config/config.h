@@ -86,5 +86,7 @@ class Config {
 };
 
 std::string FormatValue(const Value& v);
+// Parses "WxH" (syntax only; ranges are checked where the size is used).
+Result<cv::Size> ParseSize(const std::string& s);
 
 }  // namespace veil

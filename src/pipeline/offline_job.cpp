@@ -8,7 +8,7 @@ Result<JobSummary> RunOfflineJob(const JobConfig& cfg, Detector* detector, const
   auto reader = MediaReader::Open(cfg.input, cfg.reader);
   if (!reader) return reader.status();
   MediaReader& in = **reader;
-  if (pc.fps <= 0 || pc.fps == PrivacyConfig{}.fps) pc.fps = in.info().fps > 0 ? in.info().fps : 30.0;
+  pc.fps = in.info().fps > 0 ? in.info().fps : 30.0;  // result ages are measured in the input's frame time
   if (Status s = Validate(pc); !s) return s;
   if (pc.mode == Mode::kAnonymize && !detector) return Status::Error("anonymize mode needs a detector");
   auto writer = MediaWriter::Open(cfg.output, in.info(), cfg.encoder, &in);

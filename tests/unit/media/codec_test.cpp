@@ -84,11 +84,7 @@ TEST(LiveCodecs, DecoderSurvivesGarbageAndResumesOnAKeyframe) {
 }
 
 TEST(LiveCodecs, RejectsUnknownCodecsAndWrongSizes) {
-  VideoInfo vi;
-  vi.width = 64;
-  vi.height = 48;
-  vi.tb_den = 30;
-  vi.fps = 30;
+  const VideoInfo vi = test::SmallVideo();
   EXPECT_FALSE(VideoEncoder::Open("mjpeg", vi, {}).ok());
   EXPECT_FALSE(VideoDecoder::Open("av1", 1).ok());
   auto enc = VideoEncoder::Open("vp8", vi, {});

@@ -131,11 +131,7 @@ TEST(MediaReader, NonVideoInputsAreClearErrors) {
 }
 
 TEST(MediaWriter, RejectsUnknownExtensionsAndAbsurdParameters) {
-  VideoInfo vi;
-  vi.width = 64;
-  vi.height = 64;
-  vi.tb_den = 30;
-  vi.fps = 30;
+  VideoInfo vi = test::SmallVideo(64, 64);
   EXPECT_FALSE(MediaWriter::Open(test::TempPath("x.avi"), vi, {}, nullptr).ok());
   EncoderOptions eo;
   eo.threads = 0;
