@@ -21,6 +21,7 @@ struct EncodedFrame {
   std::vector<uint8_t> data;
   int64_t pts = 0;
   bool keyframe = false;
+  double arrival_ms = 0;  // live input: when the frame's first packet arrived (NowMs clock); 0 = unknown
 };
 
 class VideoEncoder {

@@ -102,6 +102,7 @@ void PrivacyStage::ApplyResults(const Frame& f, FrameReport& r) {
     got.swap(mailbox_->results);
   }
   const double t0 = NowMs();
+  r.ms_detect = -1;
   for (auto& res : got) {
     switch (res.outcome) {
       case DetectOutcome::kOk:
@@ -109,6 +110,7 @@ void PrivacyStage::ApplyResults(const Frame& f, FrameReport& r) {
           UpdateTracker(res.detections, f);
           last_result_frame_ = res.frame_index;
           failing_ = false;
+          r.ms_detect = res.queue_ms + res.infer_ms;
         }
         break;
       case DetectOutcome::kStale:

@@ -52,6 +52,8 @@ struct FrameReport {
   bool scene_cut = false;
   int masks = 0;
   std::vector<Rect> rects;    // pixelated rectangles (whole frame when fail-closed/full_blur)
+  // ms_detect: sync, the detector's time on this frame; async, submit ->
+  // result of the detection applied on this frame (-1 when none arrived).
   double ms_preprocess = 0, ms_detect = 0, ms_track = 0, ms_mosaic = 0;
 };
 

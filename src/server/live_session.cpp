@@ -1,11 +1,13 @@
 #include "server/live_session.h"
 
+#include <exception>
+
 #include "core/clock.h"
 
 namespace veil {
 
 LiveSession::LiveSession(const std::string& id, const LiveSessionConfig& c)
-    : id_(id), cfg_(c), queue_(c.queue_frames) {}
+    : id_(id), cfg_(c), started_ms_(NowMs()), queue_(c.queue_frames) {}
 
 Result<std::unique_ptr<LiveSession>> LiveSession::Start(const std::string& id, const LiveSessionConfig& c,
                                                         InferenceScheduler* scheduler, uint64_t scheduler_session,
@@ -15,10 +17,9 @@ Result<std::unique_ptr<LiveSession>> LiveSession::Start(const std::string& id, c
   if (Status s = Validate(c.privacy); !s) return s;
   if (!metrics) return Status::Error("a metrics registry is required");
   std::unique_ptr<LiveSession> s(new LiveSession(id, c));
-  s->scheduler_ = scheduler;
-  s->scheduler_session_ = scheduler_session;
   s->metrics_ = metrics;
   s->mode_.store(c.privacy.mode);
+  s->tick_ms_ = NowMs();
   const Labels l = {{"session", id}};
   auto stage = [&](const char* name) {
     Labels ls = l;
@@ -27,17 +28,28 @@ Result<std::unique_ptr<LiveSession>> LiveSession::Start(const std::string& id, c
   };
   s->m_queue_ = stage("queue_wait");
   s->m_decode_ = stage("decode");
-  s->m_privacy_ = stage("privacy");
+  s->m_preprocess_ = stage("preprocess");
+  s->m_detect_ = stage("detect");
+  s->m_track_ = stage("track");
+  s->m_mosaic_ = stage("mosaic");
   s->m_encode_ = stage("encode");
   s->m_send_ = stage("send");
-  s->m_total_ = &metrics->GetHistogram("veil_session_processing_ms",
-                                       "Server processing latency: frame received complete -> sent, ms",
-                                       LatencyBucketsMs(), l);
+  s->m_total_ = &metrics->GetHistogram(
+      "veil_session_processing_ms", "Server processing latency: first packet of a frame in -> its last packet out, ms",
+      LatencyBucketsMs(), l);
   s->m_stale_ = &metrics->GetCounter("veil_session_stale_drops_total", "Frames dropped as stale before processing", l);
   s->m_fail_closed_ = &metrics->GetCounter("veil_session_fail_closed_frames_total",
                                            "Frames sent as a whole-frame mosaic for lack of a fresh detection", l);
   s->m_in_ = &metrics->GetCounter("veil_session_frames_received_total", "Frames received and decoded", l);
-  s->m_out_ = &metrics->GetCounter("veil_session_frames_sent_total", "Frames sent to viewers", l);
+  s->m_out_ = &metrics->GetCounter("veil_session_frames_sent_total", "Frames encoded and handed to the viewers", l);
+  s->m_viewer_drops_ =
+      &metrics->GetCounter("veil_session_viewer_drops_total", "Frames a slow viewer dropped from its queue", l);
+  s->m_lost_ = &metrics->GetCounter("veil_session_rtp_lost_packets_total", "Ingest RTP packets never received", l);
+  s->m_decode_errors_ = &metrics->GetCounter("veil_session_decode_errors_total", "Ingest frames that failed to decode", l);
+  s->m_fps_in_ = &metrics->GetGauge("veil_session_received_fps", "Frames received per second (last second)", l);
+  s->m_fps_out_ = &metrics->GetGauge("veil_session_sent_fps", "Frames sent per second (last second)", l);
+  s->m_jitter_ = &metrics->GetGauge("veil_session_rtp_jitter_ms", "Ingest RTP inter-arrival jitter, ms", l);
+  s->m_viewers_ = &metrics->GetGauge("veil_session_viewers", "Viewers subscribed", l);
 
   auto dec = VideoDecoder::Open(c.codec, c.decode_threads);
   if (!dec) return dec.status();
@@ -45,13 +57,29 @@ Result<std::unique_ptr<LiveSession>> LiveSession::Start(const std::string& id, c
   s->privacy_ = std::make_unique<PrivacyStage>(c.privacy, scheduler, scheduler_session);
   RtpSenderConfig sc;
   sc.codec = c.codec;
+  sc.viewer_queue_frames = c.viewer_queue_frames;
+  sc.on_sent = [p = s.get()](const RtpFrame& f, double ms) { p->OnSent(f, ms); };
+  sc.on_drop = [p = s.get()] {
+    // A viewer lost frames: it waits for a keyframe. At most one forced keyframe a second.
+    const double now = NowMs();
+    if (now - p->last_keyframe_request_ms_.load() > 1000) {
+      p->last_keyframe_request_ms_ = now;
+      p->want_keyframe_ = true;
+    }
+  };
   auto tx = RtpSender::Start(sc);
   if (!tx) return tx.status();
   s->sender_ = std::move(*tx);
+  if (c.audio) {
+    auto a = UdpRelay::Start(c.ingest_address);
+    if (!a) return a.status();
+    s->audio_ = std::move(*a);
+  }
   s->worker_ = std::thread([p = s.get()] { p->Work(); });
   RtpReceiverConfig rc;
   rc.codec = c.codec;
   rc.latency_ms = c.jitter_ms;
+  rc.address = c.ingest_address;
   auto rx = RtpReceiver::Start(rc, [p = s.get()](EncodedFrame&& f, uint32_t ts) { p->OnEncoded(std::move(f), ts); });
   if (!rx) return rx.status();  // the destructor stops the worker
   s->receiver_ = std::move(*rx);
@@ -63,22 +91,38 @@ LiveSession::~LiveSession() {
   stop_ = true;
   queue_.Close();
   if (worker_.joinable()) worker_.join();
-  sender_.reset();
+  sender_.reset();  // viewer threads end
+  audio_.reset();
   metrics_->RemoveSeriesWithLabel("session", id_);
+}
+
+void LiveSession::Fail(const std::string& why) {
+  std::lock_guard lk(mu_);
+  if (error_.empty()) error_ = why;
+}
+
+std::string LiveSession::error() {
+  for (std::string e : {receiver_->PollError(), sender_->PollError()})
+    if (!e.empty()) Fail("transport: " + e);
+  std::lock_guard lk(mu_);
+  return error_;
 }
 
 void LiveSession::OnEncoded(EncodedFrame&& f, uint32_t rtp_ts) {
   last_packet_ms_.store(NowMs());
   const double t0 = NowMs();
   std::vector<FramePtr> out;
-  if (!decoder_->Decode(f.data.data(), f.data.size(), int64_t(rtp_ts), out).ok()) ++decode_errors_;
+  if (!decoder_->Decode(f.data.data(), f.data.size(), int64_t(rtp_ts), out).ok()) {
+    ++decode_errors_;
+    m_decode_errors_->Inc();
+  }
   const double t1 = NowMs();
   for (auto& fr : out) {
     m_decode_->Observe(t1 - t0);
     ++frames_in_;
     m_in_->Inc();
-    if (queue_.Push({std::move(fr), rtp_ts, t1})) {  // evicted: the worker fell behind
-      ++stale_;
+    if (queue_.Push({std::move(fr), rtp_ts, t1, f.arrival_ms > 0 ? f.arrival_ms : t0})) {
+      ++stale_;  // evicted: the worker fell behind
       m_stale_->Inc();
     }
   }
@@ -88,55 +132,102 @@ void LiveSession::Work() {
   while (!stop_) {
     auto item = queue_.Pop(std::chrono::milliseconds(100));
     if (!item) continue;
-    const double start = NowMs();
-    m_queue_->Observe(start - item->decoded_ms);
-    if (start - item->decoded_ms > cfg_.budget_ms) {  // it could only leave late: drop before any work
-      ++stale_;
-      m_stale_->Inc();
-      continue;
+    try {
+      ProcessOne(*item);
+    } catch (const std::exception& e) {
+      Fail(std::string("pipeline failed: ") + e.what());
+      return;
+    } catch (...) {
+      Fail("pipeline failed: unknown exception");
+      return;
     }
-    Frame& f = *item->frame;
-    f.index = int64_t(frames_in_.load());  // arrival order drives cadence and result age
-    privacy_->set_mode(mode_.load());
-    const FrameReport rep = privacy_->Process(f);
-    if (rep.fail_closed) m_fail_closed_->Inc();
-    const double t1 = NowMs();
-    m_privacy_->Observe(t1 - start);
-    if (!encoder_) {
-      VideoInfo vi;
-      vi.width = f.width;
-      vi.height = f.height;
-      vi.tb_num = 1;
-      vi.tb_den = 90000;
-      vi.fps = cfg_.privacy.fps;
-      auto e = VideoEncoder::Open(cfg_.codec, vi, cfg_.encoder);
-      if (!e) continue;  // cannot happen for a decoded frame size; the frame is not sent
-      encoder_ = std::move(*e);
-    }
-    f.pts = item->rtp_ts;
-    std::vector<EncodedFrame> packets;
-    const bool key = want_keyframe_.exchange(false);
-    if (!encoder_->Encode(f, key, packets).ok()) continue;
-    const double t2 = NowMs();
-    m_encode_->Observe(t2 - t1);
-    for (const auto& p : packets) sender_->Send(p, uint32_t(p.pts));
-    const double t3 = NowMs();
-    m_send_->Observe(t3 - t2);
-    m_total_->Observe(t3 - item->decoded_ms);
-    ++frames_out_;
-    m_out_->Inc();
-    std::lock_guard lk(privacy_mu_);
-    privacy_counters_ = privacy_->counters();
   }
 }
 
-Status LiveSession::AddViewer(const std::string& host, int port) {
-  if (Status s = sender_->AddViewer(host, port); !s) return s;
+void LiveSession::ProcessOne(Decoded& item) {
+  const double start = NowMs();
+  m_queue_->Observe(start - item.decoded_ms);
+  if (start - item.decoded_ms > cfg_.budget_ms) {  // it could only leave late: drop before any work
+    ++stale_;
+    m_stale_->Inc();
+    return;
+  }
+  Frame& f = *item.frame;
+  f.index = int64_t(frames_in_.load());  // arrival order drives cadence and result age
+  privacy_->set_mode(mode_.load());
+  const FrameReport rep = privacy_->Process(f);
+  if (rep.fail_closed) m_fail_closed_->Inc();
+  m_preprocess_->Observe(rep.ms_preprocess);
+  if (rep.ms_detect > 0) m_detect_->Observe(rep.ms_detect);  // a detection result arrived for this frame
+  m_track_->Observe(rep.ms_track);
+  m_mosaic_->Observe(rep.ms_mosaic);
+  const double t1 = NowMs();
+  if (!encoder_) {
+    VideoInfo vi;
+    vi.width = f.width;
+    vi.height = f.height;
+    vi.tb_num = 1;
+    vi.tb_den = 90000;
+    vi.fps = cfg_.privacy.fps;
+    auto e = VideoEncoder::Open(cfg_.codec, vi, cfg_.encoder);
+    if (!e) {
+      Fail("cannot open the " + cfg_.codec + " encoder: " + e.error());
+      return;
+    }
+    encoder_ = std::move(*e);
+  }
+  f.pts = item.rtp_ts;
+  std::vector<EncodedFrame> packets;
+  const bool key = want_keyframe_.exchange(false);
+  if (Status s = encoder_->Encode(f, key, packets); !s) {
+    Fail("encoder: " + s.message());
+    return;
+  }
+  const double t2 = NowMs();
+  m_encode_->Observe(t2 - t1);
+  {
+    std::lock_guard lk(mu_);
+    arrivals_[arrival_next_] = {item.rtp_ts, item.arrival_ms, t2};
+    arrival_next_ = (arrival_next_ + 1) % 64;
+    privacy_counters_ = privacy_->counters();
+  }
+  for (const auto& p : packets) sender_->Send(p, uint32_t(p.pts));
+  ++frames_out_;
+  m_out_->Inc();
+}
+
+void LiveSession::OnSent(const RtpFrame& f, double sent_ms) {
+  double arrival = 0, encoded = 0;
+  {
+    std::lock_guard lk(mu_);
+    for (const Arrival& a : arrivals_)
+      if (a.rtp == f.rtp_ts && a.ms > 0) {
+        arrival = a.ms;
+        encoded = a.encoded_ms;
+      }
+  }
+  if (arrival <= 0) return;
+  m_send_->Observe(sent_ms - encoded);
+  m_total_->Observe(sent_ms - arrival);
+}
+
+Status LiveSession::AddViewer(const std::string& host, int video_port, int audio_port) {
+  if (audio_port != 0) {
+    if (!audio_) return Status::Error("this session has no audio");
+    if (Status s = audio_->AddDestination(host, audio_port); !s) return Status::Error("audio " + s.message());
+  }
+  if (Status s = sender_->AddViewer(host, video_port); !s) {
+    if (audio_port != 0) audio_->RemoveDestination(host, audio_port);
+    return s;
+  }
   want_keyframe_ = true;
   return Status::Ok();
 }
 
-void LiveSession::RemoveViewer(const std::string& host, int port) { sender_->RemoveViewer(host, port); }
+void LiveSession::RemoveViewer(const std::string& host, int video_port, int audio_port) {
+  sender_->RemoveViewer(host, video_port);
+  if (audio_ && audio_port != 0) audio_->RemoveDestination(host, audio_port);
+}
 
 LiveSessionStats LiveSession::stats() const {
   LiveSessionStats s;
@@ -145,12 +236,37 @@ LiveSessionStats LiveSession::stats() const {
   s.stale_drops = stale_;
   s.decode_errors = decode_errors_;
   s.viewers = sender_->viewers();
+  s.viewer_drops = sender_->viewer_drops();
+  s.viewer_detail = sender_->viewer_stats();
   s.rtp = receiver_->stats();
-  const double last = last_packet_ms_.load();
-  s.last_packet_age_ms = last < 0 ? -1 : NowMs() - last;
-  std::lock_guard lk(privacy_mu_);
+  if (audio_) s.audio = audio_->stats();
+  const double now = NowMs();
+  double last = last_packet_ms_.load();
+  if (s.audio.last_packet_ms > last) last = s.audio.last_packet_ms;
+  s.last_packet_age_ms = last < 0 ? -1 : now - last;
+  s.age_ms = now - started_ms_;
+  std::lock_guard lk(mu_);
   s.privacy = privacy_counters_;
   return s;
+}
+
+void LiveSession::Tick() {
+  const double now = NowMs();
+  const LiveSessionStats s = stats();
+  const double dt = (now - tick_ms_) / 1000.0;
+  if (dt > 0.2) {
+    m_fps_in_->Set(double(s.frames_in - tick_in_) / dt);
+    m_fps_out_->Set(double(s.frames_out - tick_out_) / dt);
+    tick_in_ = s.frames_in;
+    tick_out_ = s.frames_out;
+    tick_ms_ = now;
+  }
+  if (s.viewer_drops > tick_viewer_drops_) m_viewer_drops_->Inc(double(s.viewer_drops - tick_viewer_drops_));
+  tick_viewer_drops_ = s.viewer_drops;
+  if (s.rtp.lost > tick_lost_) m_lost_->Inc(double(s.rtp.lost - tick_lost_));
+  tick_lost_ = s.rtp.lost;
+  m_jitter_->Set(s.rtp.jitter_ms);
+  m_viewers_->Set(double(s.viewers));
 }
 
 }  // namespace veil

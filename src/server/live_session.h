@@ -1,13 +1,16 @@
 // One live session: RTP in -> decode -> privacy stage (asynchronous detection
-// through the shared scheduler) -> encode -> RTP out to every viewer.
+// through the shared scheduler) -> encode -> per-viewer queues -> RTP out.
+// Opus audio (a second RTP port) is relayed to the viewers byte-for-byte.
 // Threads: the receiver's streaming thread decodes every frame (inter frames
 // depend on it) and hands it over a bounded latest-frame-wins queue to the
 // session's worker; the worker drops a frame that is already older than the
 // budget (stale drop, counted) before any expensive work, then pixelates,
-// encodes and sends it. Nothing waits on inference.
+// encodes and hands it to the egress. Nothing waits on inference, and a slow
+// viewer only drops its own frames.
 #pragma once
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -19,6 +22,7 @@
 #include "privacy/privacy_stage.h"
 #include "transport/rtp/rtp_receiver.h"
 #include "transport/rtp/rtp_sender.h"
+#include "transport/rtp/udp_relay.h"
 
 namespace veil {
 
@@ -30,13 +34,19 @@ struct LiveSessionConfig {
   double budget_ms = 33.0;       // a frame older than this after decoding is dropped as stale
   size_t queue_frames = 2;       // decoded frames waiting for the worker
   int jitter_ms = 40;
+  std::string ingest_address = "127.0.0.1";
+  size_t viewer_queue_frames = 8;
+  bool audio = true;             // open an Opus RTP port relayed to viewers
 };
 
 struct LiveSessionStats {
-  uint64_t frames_in = 0, frames_out = 0, stale_drops = 0, decode_errors = 0, viewers = 0;
+  uint64_t frames_in = 0, frames_out = 0, stale_drops = 0, decode_errors = 0, viewers = 0, viewer_drops = 0;
   PrivacyCounters privacy;
   RtpReceiverStats rtp;
+  UdpRelayStats audio;
   double last_packet_age_ms = -1;  // -1: nothing received yet
+  double age_ms = 0;               // since the session started
+  std::map<std::string, ViewerStats> viewer_detail;
 };
 
 class LiveSession {
@@ -44,50 +54,75 @@ class LiveSession {
   static Result<std::unique_ptr<LiveSession>> Start(const std::string& id, const LiveSessionConfig& c,
                                                     InferenceScheduler* scheduler, uint64_t scheduler_session,
                                                     MetricsRegistry* metrics);
-  ~LiveSession();  // stops the worker and both pipelines
+  ~LiveSession();  // stops the worker and every pipeline, removes its metric series
   const std::string& id() const { return id_; }
+  const LiveSessionConfig& config() const { return cfg_; }
   int ingest_port() const { return receiver_->port(); }
-  // A new viewer gets a keyframe on the next frame.
-  Status AddViewer(const std::string& host, int port);
-  void RemoveViewer(const std::string& host, int port);
+  int audio_port() const { return audio_ ? audio_->port() : 0; }
+  // A new viewer gets a keyframe on the next frame. audio_port 0: video only.
+  Status AddViewer(const std::string& host, int video_port, int audio_port = 0);
+  void RemoveViewer(const std::string& host, int video_port, int audio_port = 0);
   // Takes effect on the next frame the worker processes.
   void SetMode(Mode m) { mode_.store(m); }
   Mode mode() const { return mode_.load(); }
   LiveSessionStats stats() const;
+  // Non-empty when a pipeline failed: the session must be ended with it.
+  std::string error();
+  // Once a second (the owner's housekeeping): updates rate and RTP gauges.
+  void Tick();
 
  private:
   struct Decoded {
     FramePtr frame;
     uint32_t rtp_ts = 0;
     double decoded_ms = 0;
+    double arrival_ms = 0;
   };
   LiveSession(const std::string& id, const LiveSessionConfig& c);
   void OnEncoded(EncodedFrame&& f, uint32_t rtp_ts);  // receiver thread
   void Work();                                         // worker thread
+  void ProcessOne(Decoded& item);                      // worker thread
+  void OnSent(const RtpFrame& f, double sent_ms);      // viewer threads
+  void Fail(const std::string& why);
 
   const std::string id_;
   const LiveSessionConfig cfg_;
+  const double started_ms_;
   std::unique_ptr<RtpReceiver> receiver_;
   std::unique_ptr<RtpSender> sender_;
+  std::unique_ptr<UdpRelay> audio_;
   std::unique_ptr<VideoDecoder> decoder_;     // receiver thread only
   std::unique_ptr<VideoEncoder> encoder_;     // worker thread only (created on the first frame)
   std::unique_ptr<PrivacyStage> privacy_;     // worker thread only
-  InferenceScheduler* scheduler_ = nullptr;
-  uint64_t scheduler_session_ = 0;
   LatestQueue<Decoded> queue_;
   std::thread worker_;
   std::atomic<bool> stop_{false};
   std::atomic<Mode> mode_{Mode::kAnonymize};
   std::atomic<bool> want_keyframe_{true};
+  std::atomic<double> last_keyframe_request_ms_{0};
   std::atomic<uint64_t> frames_in_{0}, frames_out_{0}, stale_{0}, decode_errors_{0};
   std::atomic<double> last_packet_ms_{-1};
-  mutable std::mutex privacy_mu_;
-  PrivacyCounters privacy_counters_;  // guarded by privacy_mu_ (copied from the worker)
+  mutable std::mutex mu_;
+  PrivacyCounters privacy_counters_;  // guarded by mu_ (copied from the worker)
+  std::string error_;                 // guarded by mu_
+  // RTP timestamp -> arrival of the frame's first packet, for processing latency.
+  struct Arrival {
+    uint32_t rtp = 0;
+    double ms = 0, encoded_ms = 0;
+  };
+  Arrival arrivals_[64];  // guarded by mu_
+  size_t arrival_next_ = 0;
+  // Tick() state.
+  double tick_ms_ = 0;
+  uint64_t tick_in_ = 0, tick_out_ = 0, tick_viewer_drops_ = 0, tick_lost_ = 0;
   // Metrics (the registry outlives the session).
   MetricsRegistry* metrics_ = nullptr;
-  Histogram *m_queue_ = nullptr, *m_decode_ = nullptr, *m_privacy_ = nullptr, *m_encode_ = nullptr,
-            *m_send_ = nullptr, *m_total_ = nullptr;
-  Counter *m_stale_ = nullptr, *m_fail_closed_ = nullptr, *m_in_ = nullptr, *m_out_ = nullptr;
+  Histogram *m_queue_ = nullptr, *m_decode_ = nullptr, *m_preprocess_ = nullptr, *m_detect_ = nullptr,
+            *m_track_ = nullptr, *m_mosaic_ = nullptr, *m_encode_ = nullptr, *m_send_ = nullptr,
+            *m_total_ = nullptr;
+  Counter *m_stale_ = nullptr, *m_fail_closed_ = nullptr, *m_in_ = nullptr, *m_out_ = nullptr,
+          *m_viewer_drops_ = nullptr, *m_lost_ = nullptr, *m_decode_errors_ = nullptr;
+  Gauge *m_fps_in_ = nullptr, *m_fps_out_ = nullptr, *m_jitter_ = nullptr, *m_viewers_ = nullptr;
 };
 
 }  // namespace veil

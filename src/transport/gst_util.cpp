@@ -60,6 +60,21 @@ Status GstPipeline::Play() {
   return Status::Ok();
 }
 
+std::string GstPipeline::PollError() {
+  if (!p_) return "";
+  std::string why;
+  GstBus* bus = gst_element_get_bus(p_);
+  while (GstMessage* m = gst_bus_pop_filtered(bus, GST_MESSAGE_ERROR)) {
+    GError* e = nullptr;
+    gst_message_parse_error(m, &e, nullptr);
+    if (e && why.empty()) why = std::string(GST_OBJECT_NAME(GST_MESSAGE_SRC(m))) + ": " + e->message;
+    if (e) g_error_free(e);
+    gst_message_unref(m);
+  }
+  gst_object_unref(bus);
+  return why;
+}
+
 void GstPipeline::Stop() {
   if (p_) gst_element_set_state(p_, GST_STATE_NULL);
 }

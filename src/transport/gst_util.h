@@ -25,6 +25,8 @@ class GstPipeline {
   // Sets PLAYING and waits (bounded) for the state change; reports the bus error if any.
   Status Play();
   void Stop();
+  // The first error posted on the bus since the last call ("" when none). Never blocks.
+  std::string PollError();
 
  private:
   explicit GstPipeline(GstElement* p) : p_(p) {}

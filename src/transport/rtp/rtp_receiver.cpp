@@ -3,6 +3,8 @@
 #include <gst/app/gstappsink.h>
 #include <gst/rtp/gstrtpbuffer.h>
 
+#include "core/clock.h"
+
 namespace veil {
 
 Status Validate(const RtpReceiverConfig& c) {
@@ -45,6 +47,11 @@ Result<std::unique_ptr<RtpReceiver>> RtpReceiver::Start(const RtpReceiverConfig&
   gst_pad_add_probe(pad, GST_PAD_PROBE_TYPE_BUFFER, &RtpReceiver::OnRtp, r.get(), nullptr);
   gst_object_unref(pad);
   gst_object_unref(depay);
+  GstElement* udpsrc = r->pipeline_.element("src");
+  pad = gst_element_get_static_pad(udpsrc, "src");
+  gst_pad_add_probe(pad, GST_PAD_PROBE_TYPE_BUFFER, &RtpReceiver::OnArrival, r.get(), nullptr);
+  gst_object_unref(pad);
+  gst_object_unref(udpsrc);
   if (Status s = r->pipeline_.Play(); !s) return s;
   GstElement* src = r->pipeline_.element("src");
   g_object_get(src, "port", &r->port_, nullptr);  // the bound port when 0 was asked for
@@ -75,6 +82,23 @@ GstPadProbeReturn RtpReceiver::OnRtp(GstPad*, GstPadProbeInfo* info, gpointer se
   return GST_PAD_PROBE_OK;
 }
 
+GstPadProbeReturn RtpReceiver::OnArrival(GstPad*, GstPadProbeInfo* info, gpointer self) {
+  auto* r = static_cast<RtpReceiver*>(self);
+  GstBuffer* buf = GST_PAD_PROBE_INFO_BUFFER(info);
+  GstRTPBuffer rtp = GST_RTP_BUFFER_INIT;
+  if (buf && gst_rtp_buffer_map(buf, GST_MAP_READ, &rtp)) {  // garbage is left to the jitter buffer to drop
+    const uint32_t ts = gst_rtp_buffer_get_timestamp(&rtp);
+    gst_rtp_buffer_unmap(&rtp);
+    const double now = NowMs();
+    std::lock_guard lk(r->ts_mu_);
+    for (const ArrivalEntry& e : r->arrival_ring_)
+      if (e.rtp == ts && e.ms > 0) return GST_PAD_PROBE_OK;  // not the frame's first packet
+    r->arrival_ring_[r->arrival_next_] = {ts, now};
+    r->arrival_next_ = (r->arrival_next_ + 1) % 64;
+  }
+  return GST_PAD_PROBE_OK;
+}
+
 GstFlowReturn RtpReceiver::OnSample(GstElement* sink, gpointer self) {
   auto* r = static_cast<RtpReceiver*>(self);
   GstSample* sample = gst_app_sink_pull_sample(GST_APP_SINK(sink));
@@ -92,6 +116,8 @@ GstFlowReturn RtpReceiver::OnSample(GstElement* sink, gpointer self) {
       std::lock_guard lk(r->ts_mu_);
       for (const TsEntry& e : r->ts_ring_)
         if (e.pts == GST_BUFFER_PTS(buf)) rtp_ts = e.rtp;
+      for (const ArrivalEntry& e : r->arrival_ring_)
+        if (e.rtp == rtp_ts && e.ms > 0) f.arrival_ms = e.ms;
     }
     ++r->frames_;
     if (r->on_frame_) r->on_frame_(std::move(f), rtp_ts);

@@ -38,17 +38,21 @@ struct RtpReceiverStats {
 class RtpReceiver {
  public:
   // Called on a GStreamer streaming thread for every complete frame, with the
-  // frame's RTP timestamp (preserved for end-to-end latency matching).
+  // frame's RTP timestamp (preserved for end-to-end latency matching) and
+  // frame.arrival_ms set to when its first packet came off the socket.
   using OnFrame = std::function<void(EncodedFrame&& frame, uint32_t rtp_timestamp)>;
   static Result<std::unique_ptr<RtpReceiver>> Start(const RtpReceiverConfig& c, OnFrame on_frame);
   ~RtpReceiver();
   int port() const { return port_; }
   RtpReceiverStats stats() const;
+  // The pipeline's first error since the last call ("" when none).
+  std::string PollError() { return pipeline_.PollError(); }
 
  private:
   RtpReceiver() = default;
   static GstFlowReturn OnSample(GstElement* sink, gpointer self);
   static GstPadProbeReturn OnRtp(GstPad* pad, GstPadProbeInfo* info, gpointer self);
+  static GstPadProbeReturn OnArrival(GstPad* pad, GstPadProbeInfo* info, gpointer self);
   GstPipeline pipeline_;
   GstElement* jitterbuffer_ = nullptr;
   OnFrame on_frame_;
@@ -62,6 +66,13 @@ class RtpReceiver {
   };
   TsEntry ts_ring_[64];  // guarded by ts_mu_
   size_t ts_next_ = 0;   // guarded by ts_mu_
+  // RTP timestamp -> arrival of its first packet at the socket (small ring).
+  struct ArrivalEntry {
+    uint32_t rtp = 0;
+    double ms = 0;
+  };
+  ArrivalEntry arrival_ring_[64];  // guarded by ts_mu_
+  size_t arrival_next_ = 0;        // guarded by ts_mu_
 };
 
 }  // namespace veil

@@ -1,7 +1,10 @@
 #include "transport/rtp/rtp_sender.h"
 
+#include <gst/app/gstappsink.h>
 #include <gst/app/gstappsrc.h>
-#include <gio/gio.h>
+#include <gst/rtp/gstrtpbuffer.h>
+
+#include "transport/net/udp.h"
 
 namespace veil {
 
@@ -9,6 +12,8 @@ Status Validate(const RtpSenderConfig& c) {
   if (c.codec != "vp8" && c.codec != "h264") return Status::Error("RTP codec must be vp8 or h264, got '" + c.codec + "'");
   if (c.payload_type < 96 || c.payload_type > 127) return Status::Error("RTP payload type must be dynamic (96-127)");
   if (c.mtu < 200 || c.mtu > 9000) return Status::Error("RTP MTU must be in [200, 9000]");
+  if (c.viewer_queue_frames < 1 || c.viewer_queue_frames > 256)
+    return Status::Error("viewer queue must hold 1..256 frames");
   return Status::Ok();
 }
 
@@ -21,22 +26,64 @@ Result<std::unique_ptr<RtpSender>> RtpSender::Start(const RtpSenderConfig& c) {
       std::string("appsrc name=src is-live=true format=time do-timestamp=false caps=") +
       (vp8 ? "video/x-vp8" : "video/x-h264,stream-format=byte-stream,alignment=au") + " ! " +
       (vp8 ? "rtpvp8pay" : "rtph264pay config-interval=-1") + " name=pay pt=" + std::to_string(c.payload_type) +
-      " mtu=" + std::to_string(c.mtu) +
-      " ! multiudpsink name=sink sync=false async=false buffer-size=" + std::to_string(4 << 20);  // keyframe bursts
+      " mtu=" + std::to_string(c.mtu) + " ! appsink name=sink sync=false async=false emit-signals=false";
   auto p = GstPipeline::Parse(desc);
   if (!p) return p.status();
   std::unique_ptr<RtpSender> s(new RtpSender());
   s->pipeline_ = std::move(*p);
   s->src_ = s->pipeline_.element("src");
-  s->sink_ = s->pipeline_.element("sink");
+  s->fanout_ = std::make_unique<Fanout>(c.viewer_queue_frames, c.on_sent, c.on_drop);
+  GstElement* sink = s->pipeline_.element("sink");
+  GstAppSinkCallbacks cb{};
+  cb.new_sample = [](GstAppSink* k, gpointer self) { return OnPacket(GST_ELEMENT(k), self); };
+  gst_app_sink_set_callbacks(GST_APP_SINK(sink), &cb, s.get(), nullptr);
+  gst_object_unref(sink);
   return s;
 }
 
 RtpSender::~RtpSender() {
   if (src_) gst_app_src_end_of_stream(GST_APP_SRC(src_));
-  pipeline_.Stop();
+  pipeline_.Stop();  // no more packets after this
+  fanout_.reset();   // viewer threads end
   if (src_) gst_object_unref(src_);
-  if (sink_) gst_object_unref(sink_);
+}
+
+GstFlowReturn RtpSender::OnPacket(GstElement* sink, gpointer self) {
+  auto* s = static_cast<RtpSender*>(self);
+  GstSample* sample = gst_app_sink_pull_sample(GST_APP_SINK(sink));
+  if (!sample) return GST_FLOW_OK;
+  GstBuffer* buf = gst_sample_get_buffer(sample);
+  GstRTPBuffer rtp = GST_RTP_BUFFER_INIT;
+  if (buf && gst_rtp_buffer_map(buf, GST_MAP_READ, &rtp)) {
+    const uint32_t ts = gst_rtp_buffer_get_timestamp(&rtp);
+    const bool marker = gst_rtp_buffer_get_marker(&rtp);
+    gst_rtp_buffer_unmap(&rtp);
+    if (s->assembling_ && s->assembling_->rtp_ts != ts) {  // a frame ended without a marker
+      s->fanout_->Publish(std::move(s->assembling_));
+      s->assembling_.reset();
+    }
+    if (!s->assembling_) {
+      s->assembling_ = std::make_shared<RtpFrame>();
+      s->assembling_->rtp_ts = ts;
+      std::lock_guard lk(s->key_mu_);
+      auto it = s->keyframes_.find(ts);
+      if (it != s->keyframes_.end()) {
+        s->assembling_->keyframe = it->second;
+        s->keyframes_.erase(s->keyframes_.begin(), std::next(it));
+      }
+    }
+    GstMapInfo map;
+    if (gst_buffer_map(buf, &map, GST_MAP_READ)) {
+      s->assembling_->packets.emplace_back(map.data, map.data + map.size);
+      gst_buffer_unmap(buf, &map);
+    }
+    if (marker) {
+      s->fanout_->Publish(std::move(s->assembling_));
+      s->assembling_.reset();
+    }
+  }
+  gst_sample_unref(sample);
+  return GST_FLOW_OK;
 }
 
 Status RtpSender::Send(const EncodedFrame& f, uint32_t rtp_ts) {
@@ -48,6 +95,11 @@ Status RtpSender::Send(const EncodedFrame& f, uint32_t rtp_ts) {
     gst_object_unref(pay);
     if (Status st = pipeline_.Play(); !st) return st;
     have_base_ = true;
+  }
+  {
+    std::lock_guard lk(key_mu_);
+    if (keyframes_.size() > 256) keyframes_.clear();  // never grows if the payloader stalls
+    keyframes_[rtp_ts] = f.keyframe;
   }
   GstBuffer* buf = gst_buffer_new_allocate(nullptr, f.data.size(), nullptr);
   gst_buffer_fill(buf, 0, f.data.data(), f.data.size());
@@ -63,26 +115,21 @@ Status RtpSender::Send(const EncodedFrame& f, uint32_t rtp_ts) {
 }
 
 Status RtpSender::AddViewer(const std::string& host, int port) {
-  if (port <= 0 || port > 65535) return Status::Error("viewer port must be in [1, 65535]");
-  GInetAddress* addr = g_inet_address_new_from_string(host.c_str());
-  if (!addr) return Status::Error("viewer host must be a numeric IP address, got '" + host + "'");
-  const bool ok = !g_inet_address_get_is_multicast(addr) && !g_inet_address_get_is_any(addr);
-  g_object_unref(addr);
-  if (!ok) return Status::Error("viewer host must be a unicast address, got '" + host + "'");
-  std::lock_guard lk(mu_);
-  if (!viewers_.insert({host, port}).second) return Status::Ok();
-  g_signal_emit_by_name(sink_, "add", host.c_str(), port, nullptr);
-  return Status::Ok();
+  sockaddr_in to{};
+  if (Status s = ParseEndpoint(host, port, &to); !s) return Status::Error("viewer " + s.message());
+  // A 720p keyframe is ~100 packets in one burst: a large send buffer keeps it whole.
+  auto sock = UdpSocket::Bind("0.0.0.0", 0, 0, 4 << 20);
+  if (!sock) return sock.status();
+  auto shared = std::make_shared<UdpSocket>(std::move(*sock));
+  return fanout_->Add(host + ":" + std::to_string(port), [shared, to](const RtpFrame& f) {
+    bool ok = true;
+    for (const auto& p : f.packets) ok = shared->SendTo(to, p.data(), p.size()) && ok;
+    return ok;
+  });
 }
 
-void RtpSender::RemoveViewer(const std::string& host, int port) {
-  std::lock_guard lk(mu_);
-  if (viewers_.erase({host, port})) g_signal_emit_by_name(sink_, "remove", host.c_str(), port, nullptr);
-}
-
-size_t RtpSender::viewers() const {
-  std::lock_guard lk(mu_);
-  return viewers_.size();
+bool RtpSender::RemoveViewer(const std::string& host, int port) {
+  return fanout_->Remove(host + ":" + std::to_string(port));
 }
 
 }  // namespace veil

@@ -1,16 +1,18 @@
-// Plain RTP video egress on GStreamer: compressed frames -> payloader ->
-// multiudpsink, one destination per viewer. The RTP timestamps of the input
-// are preserved, so a viewer's frame can be matched to the publisher's.
+// Plain RTP video egress: compressed frames -> GStreamer payloader (one RTP
+// stream: one SSRC, one sequence) -> per-viewer queues and UDP sockets
+// (Fanout). The RTP timestamps of the input are preserved, so a viewer's frame
+// can be matched to the publisher's.
 #pragma once
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
-#include <set>
 #include <string>
 
 #include "core/status.h"
 #include "media/codec.h"
 #include "transport/gst_util.h"
+#include "transport/rtp/fanout.h"
 
 namespace veil {
 
@@ -18,6 +20,9 @@ struct RtpSenderConfig {
   std::string codec = "vp8";  // vp8 | h264
   int payload_type = 96;
   int mtu = 1200;
+  size_t viewer_queue_frames = 8;  // per viewer; beyond it the viewer drops to the next keyframe
+  Fanout::OnSent on_sent;          // after a viewer sent a frame's last packet (viewer thread)
+  Fanout::OnDrop on_drop;          // a viewer dropped and waits for a keyframe
 };
 Status Validate(const RtpSenderConfig& c);
 
@@ -25,24 +30,31 @@ class RtpSender {
  public:
   static Result<std::unique_ptr<RtpSender>> Start(const RtpSenderConfig& c);
   ~RtpSender();
-  // Packetizes and sends one frame to every viewer. Thread-compatible: one caller.
+  // Packetizes one frame and queues it for every viewer. One caller at a time.
   Status Send(const EncodedFrame& f, uint32_t rtp_timestamp);
-  // Viewers must be numeric loopback/unicast addresses; duplicates are ignored.
+  // Viewers are numeric unicast IPv4 addresses (policy on which ones is the caller's).
   Status AddViewer(const std::string& host, int port);
-  void RemoveViewer(const std::string& host, int port);
-  size_t viewers() const;
+  bool RemoveViewer(const std::string& host, int port);
+  size_t viewers() const { return fanout_->size(); }
+  std::map<std::string, ViewerStats> viewer_stats() const { return fanout_->Stats(); }
+  uint64_t viewer_drops() const { return fanout_->total_dropped(); }
   uint64_t frames_sent() const { return frames_; }
+  // The pipeline's first error since the last call ("" when none).
+  std::string PollError() { return pipeline_.PollError(); }
 
  private:
   RtpSender() = default;
+  static GstFlowReturn OnPacket(GstElement* sink, gpointer self);
   GstPipeline pipeline_;
   GstElement* src_ = nullptr;
-  GstElement* sink_ = nullptr;
+  std::unique_ptr<Fanout> fanout_;
   bool have_base_ = false;
   uint32_t base_ts_ = 0;
   uint64_t frames_ = 0;
-  mutable std::mutex mu_;
-  std::set<std::pair<std::string, int>> viewers_;  // guarded by mu_
+  // The frame being assembled from the payloader's packets (streaming thread).
+  std::shared_ptr<RtpFrame> assembling_;
+  std::mutex key_mu_;
+  std::map<uint32_t, bool> keyframes_;  // rtp ts -> keyframe, for frames in the payloader; guarded by key_mu_
 };
 
 }  // namespace veil

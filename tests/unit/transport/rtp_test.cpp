@@ -170,7 +170,7 @@ TEST(Rtp, RejectsBadConfigAndViewers) {
   EXPECT_FALSE((*tx)->AddViewer("127.0.0.1", 0).ok());
   EXPECT_FALSE((*tx)->AddViewer("0.0.0.0", 5000).ok());
   EXPECT_TRUE((*tx)->AddViewer("127.0.0.1", 5000).ok());
-  EXPECT_TRUE((*tx)->AddViewer("127.0.0.1", 5000).ok());
+  EXPECT_FALSE((*tx)->AddViewer("127.0.0.1", 5000).ok());  // already a viewer
   EXPECT_EQ((*tx)->viewers(), 1u);
   (*tx)->RemoveViewer("127.0.0.1", 5000);
   EXPECT_EQ((*tx)->viewers(), 0u);
