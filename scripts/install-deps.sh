@@ -14,7 +14,7 @@ PKGS=(
   # inference: OpenCV 4.6 DNN (CPU) plus image codecs for evaluation
   libopencv-core-dev libopencv-dnn-dev libopencv-imgproc-dev libopencv-imgcodecs-dev
   # utilities
-  nlohmann-json3-dev libspdlog-dev libfmt-dev libcli11-dev libssl-dev libtoml11-dev
+  nlohmann-json3-dev libcpp-httplib-dev libspdlog-dev libfmt-dev libcli11-dev libssl-dev libtoml11-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
 )

@@ -5,4 +5,7 @@ namespace veil::cli {
 void RegisterAnonymize(CLI::App& app, int* rc);
 void RegisterBench(CLI::App& app, int* rc);
 void RegisterEval(CLI::App& app, int* rc);
+void RegisterServe(CLI::App& app, int* rc);
+void RegisterPublish(CLI::App& app, int* rc);
+void RegisterView(CLI::App& app, int* rc);
 }  // namespace veil::cli

@@ -15,6 +15,9 @@ int main(int argc, char** argv) {
   veil::cli::RegisterAnonymize(app, &rc);
   veil::cli::RegisterBench(app, &rc);
   veil::cli::RegisterEval(app, &rc);
+  veil::cli::RegisterServe(app, &rc);
+  veil::cli::RegisterPublish(app, &rc);
+  veil::cli::RegisterView(app, &rc);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

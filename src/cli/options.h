@@ -25,7 +25,11 @@ struct ConfigOptions {
 
 // Adds the config options. `renames` maps a key to a different flag name for
 // this subcommand (e.g. eval's --live-detect-size).
-void AddConfigOptions(CLI::App& app, ConfigOptions& o, const std::map<std::string, std::string>& renames = {});
+// Flags of the [server] and [inference] sections are offered only when
+// `server_flags` (veil serve); the keys themselves are valid everywhere, so
+// one file can configure every subcommand.
+void AddConfigOptions(CLI::App& app, ConfigOptions& o, const std::map<std::string, std::string>& renames = {},
+                      bool server_flags = false);
 
 // The typed, validated structures every subcommand needs.
 struct Resolved {

@@ -1,5 +1,6 @@
 #include "config/config.h"
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cmath>
@@ -136,7 +137,7 @@ const std::vector<KeySpec>& ConfigKeys() {
       Key("detector.family", "detector", "yunet | ultraface", &S::detector),
       Key("detector.model", "model", "model file (default: $VEIL_MODEL_DIR, data dir, assets, embedded)", &S::model),
       Key("detector.model_sha256", "model-sha256", "accept a model file with this sha256 (custom models)", &S::model_sha256),
-      Key("detector.threads", "threads", "inference threads", &S::threads),
+      Key("detector.threads", "threads", "OpenCV threads inside one detector", &S::threads),
       Key("detector.nms_iou", "", "non-maximum suppression IoU", &S::nms_iou),
       Key("encoder.codec", "codec", "vp8 | h264 | rawvideo (empty: from the output extension)", &S::codec),
       Key("encoder.bitrate_kbps", "bitrate", "video bitrate, kbps (0: by resolution)", &S::bitrate_kbps),
@@ -144,6 +145,22 @@ const std::vector<KeySpec>& ConfigKeys() {
       Key("encoder.keyint", "keyint", "a keyframe at least every N frames", &S::keyint),
       Key("encoder.vp8_speed", "vp8-speed", "libvpx cpu-used: -16..-1 fixed speed, 1..16 adaptive", &S::vp8_speed),
       Key("decoder.threads", "decode-threads", "decoder threads", &S::decode_threads),
+      Key("server.listen", "listen", "control API address HOST:PORT (non-loopback needs server.token)", &S::listen),
+      Key("server.token", "token", "bearer token the control API requires (empty: none, loopback only)", &S::token),
+      Key("server.rtp_address", "rtp-address", "address RTP ingest binds and the SDPs advertise", &S::rtp_address),
+      Key("server.viewer_hosts", "viewer-hosts", "where viewers may receive RTP: loopback | any", &S::viewer_hosts),
+      Key("server.max_sessions", "max-sessions", "concurrent sessions; one more is refused with 503", &S::max_sessions),
+      Key("server.max_viewers", "max-viewers", "viewers per session", &S::max_viewers),
+      Key("server.viewer_queue", "viewer-queue", "frames queued per viewer before it drops to a keyframe", &S::viewer_queue),
+      Key("server.jitter_ms", "jitter-ms", "ingest jitter buffer depth, ms", &S::jitter_ms),
+      Key("server.budget_ms", "budget-ms", "a frame this old after decoding is dropped as stale, ms", &S::budget_ms),
+      Key("server.publisher_timeout_ms", "publisher-timeout-ms", "no packet for this long ends a session, ms", &S::publisher_timeout_ms),
+      Key("server.start_timeout_ms", "start-timeout-ms", "a session with no packet this long after creation ends, ms", &S::start_timeout_ms),
+      Key("inference.max_batch", "max-batch", "frames per forward pass, across sessions", &S::max_batch),
+      Key("inference.max_wait_us", "max-wait-us", "how long a partial batch waits for more frames, us", &S::max_wait_us),
+      Key("inference.threads", "infer-threads", "inference threads (one detector each)", &S::infer_threads),
+      Key("inference.max_queue", "infer-queue", "pending detection requests across sessions", &S::infer_queue),
+      Key("inference.fault_injection", "", "allow PUT /v1/debug/inference to stall or fail detection (tests only)", &S::fault_injection),
   };
   return keys;
 }
@@ -308,6 +325,64 @@ Result<EncoderOptions> Config::BuildEncoder() const {
   e.keyint_frames = int(s_.keyint);
   e.vp8_speed = int(s_.vp8_speed);
   return e;
+}
+
+Result<ServerSettings> Config::BuildServer() const {
+  const Settings& s = s_;
+  ServerSettings v;
+  const auto colon = s.listen.rfind(':');
+  if (colon == std::string::npos || colon == 0) return Status::Error("server.listen must be HOST:PORT, got '" + s.listen + "'");
+  v.listen_host = s.listen.substr(0, colon);
+  int port = -1;
+  const char* b = s.listen.data() + colon + 1;
+  const char* e = s.listen.data() + s.listen.size();
+  auto r = std::from_chars(b, e, port);
+  if (r.ec != std::errc() || r.ptr != e || port < 0 || port > 65535)
+    return Status::Error("server.listen port must be in [0, 65535], got '" + s.listen + "'");
+  v.listen_port = port;
+  const bool loopback = v.listen_host.rfind("127.", 0) == 0 || v.listen_host == "localhost" || v.listen_host == "::1";
+  if (!loopback && s.token.empty())
+    return Status::Error("server.listen " + s.listen + " is not loopback: set server.token (bearer token) first");
+  if (!s.token.empty() && s.token.size() < 16)
+    return Status::Error("server.token must be at least 16 characters");
+  for (char c : s.token)
+    if (c <= ' ' || c > '~') return Status::Error("server.token must be printable ASCII without spaces");
+  v.token = s.token;
+  v.rtp_address = s.rtp_address;
+  if (s.viewer_hosts != "loopback" && s.viewer_hosts != "any")
+    return Status::Error("server.viewer_hosts must be loopback or any, got '" + s.viewer_hosts + "'");
+  v.any_viewer_host = s.viewer_hosts == "any";
+  auto in = [](int64_t x, int64_t lo, int64_t hi, const char* what) {
+    return (x < lo || x > hi) ? Status::Error(std::string(what) + " must be in [" + std::to_string(lo) + ", " +
+                                              std::to_string(hi) + "], got " + std::to_string(x))
+                              : Status::Ok();
+  };
+  auto inf = [](double x, double lo, double hi, const char* what) {
+    return (!(x >= lo && x <= hi)) ? Status::Error(std::string(what) + " must be in [" + FormatValue(lo) + ", " +
+                                                   FormatValue(hi) + "], got " + FormatValue(x))
+                                   : Status::Ok();
+  };
+  for (Status st : {in(s.max_sessions, 1, 1024, "server.max_sessions"), in(s.max_viewers, 1, 1024, "server.max_viewers"),
+                    in(s.viewer_queue, 1, 256, "server.viewer_queue"), in(s.jitter_ms, 0, 2000, "server.jitter_ms"),
+                    inf(s.budget_ms, 1, 10000, "server.budget_ms"),
+                    inf(s.publisher_timeout_ms, 100, 3600000, "server.publisher_timeout_ms"),
+                    inf(s.start_timeout_ms, 100, 3600000, "server.start_timeout_ms"),
+                    in(s.max_batch, 1, 64, "inference.max_batch"), in(s.max_wait_us, 0, 1000000, "inference.max_wait_us"),
+                    in(s.infer_threads, 1, 64, "inference.threads"), in(s.infer_queue, 1, 4096, "inference.max_queue")})
+    if (!st) return st;
+  v.max_sessions = int(s.max_sessions);
+  v.max_viewers = int(s.max_viewers);
+  v.viewer_queue = int(s.viewer_queue);
+  v.jitter_ms = int(s.jitter_ms);
+  v.budget_ms = s.budget_ms;
+  v.publisher_timeout_ms = s.publisher_timeout_ms;
+  v.start_timeout_ms = s.start_timeout_ms;
+  v.max_batch = int(s.max_batch);
+  v.max_wait_us = int(s.max_wait_us);
+  v.infer_threads = int(s.infer_threads);
+  v.infer_queue = int(s.infer_queue);
+  v.fault_injection = s.fault_injection;
+  return v;
 }
 
 }  // namespace veil

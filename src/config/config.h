@@ -42,6 +42,26 @@ struct Settings {
   // [encoder] / [decoder]
   std::string codec;
   int64_t bitrate_kbps = 0, encode_threads = 1, keyint = 60, vp8_speed = -8, decode_threads = 1;
+  // [server] (veil serve)
+  std::string listen = "127.0.0.1:8080", token, rtp_address = "127.0.0.1", viewer_hosts = "loopback";
+  int64_t max_sessions = 8, max_viewers = 16, viewer_queue = 8, jitter_ms = 40;
+  double publisher_timeout_ms = 5000, start_timeout_ms = 30000, budget_ms = 33.0;
+  // [inference] (veil serve: the in-process AI target)
+  int64_t max_batch = 1, max_wait_us = 0, infer_threads = 1, infer_queue = 64;
+  bool fault_injection = false;
+};
+
+// The live server's settings, validated.
+struct ServerSettings {
+  std::string listen_host = "127.0.0.1";
+  int listen_port = 8080;
+  std::string token;
+  std::string rtp_address = "127.0.0.1";
+  bool any_viewer_host = false;  // false: viewers must be on loopback
+  int max_sessions = 8, max_viewers = 16, viewer_queue = 8, jitter_ms = 40;
+  double publisher_timeout_ms = 5000, start_timeout_ms = 30000, budget_ms = 33;
+  int max_batch = 1, max_wait_us = 0, infer_threads = 1, infer_queue = 64;
+  bool fault_injection = false;  // enables PUT /v1/debug/inference (tests)
 };
 
 using Value = std::variant<int64_t, double, bool, std::string>;
@@ -78,6 +98,7 @@ class Config {
   Result<PrivacyConfig> BuildPrivacy() const;
   Result<DetectorConfig> BuildDetector() const;
   Result<EncoderOptions> BuildEncoder() const;
+  Result<ServerSettings> BuildServer() const;
 
  private:
   Status Set(const KeySpec& k, const Value& v, Source src);

@@ -245,6 +245,20 @@ LiveSessionStats LiveSession::stats() const {
   if (s.audio.last_packet_ms > last) last = s.audio.last_packet_ms;
   s.last_packet_age_ms = last < 0 ? -1 : now - last;
   s.age_ms = now - started_ms_;
+  s.received_fps = fps_in_;
+  s.sent_fps = fps_out_;
+  const std::pair<const char*, const Histogram*> hs[] = {
+      {"queue_wait", m_queue_}, {"decode", m_decode_}, {"preprocess", m_preprocess_}, {"detect", m_detect_},
+      {"track", m_track_},      {"mosaic", m_mosaic_}, {"encode", m_encode_},         {"send", m_send_},
+      {"processing", m_total_}};
+  for (const auto& [name, h] : hs) {
+    StageSummary& st = s.stages[name];
+    st.count = h->count();
+    if (st.count == 0) continue;
+    st.mean_ms = h->sum() / double(st.count);
+    st.p50_ms = h->Quantile(0.5);
+    st.p99_ms = h->Quantile(0.99);
+  }
   std::lock_guard lk(mu_);
   s.privacy = privacy_counters_;
   return s;
@@ -254,9 +268,11 @@ void LiveSession::Tick() {
   const double now = NowMs();
   const LiveSessionStats s = stats();
   const double dt = (now - tick_ms_) / 1000.0;
-  if (dt > 0.2) {
-    m_fps_in_->Set(double(s.frames_in - tick_in_) / dt);
-    m_fps_out_->Set(double(s.frames_out - tick_out_) / dt);
+  if (dt >= 1.0) {  // rates over about a second
+    fps_in_ = double(s.frames_in - tick_in_) / dt;
+    fps_out_ = double(s.frames_out - tick_out_) / dt;
+    m_fps_in_->Set(fps_in_);
+    m_fps_out_->Set(fps_out_);
     tick_in_ = s.frames_in;
     tick_out_ = s.frames_out;
     tick_ms_ = now;

@@ -39,6 +39,11 @@ struct LiveSessionConfig {
   bool audio = true;             // open an Opus RTP port relayed to viewers
 };
 
+struct StageSummary {
+  uint64_t count = 0;
+  double mean_ms = 0, p50_ms = 0, p99_ms = 0;
+};
+
 struct LiveSessionStats {
   uint64_t frames_in = 0, frames_out = 0, stale_drops = 0, decode_errors = 0, viewers = 0, viewer_drops = 0;
   PrivacyCounters privacy;
@@ -47,6 +52,8 @@ struct LiveSessionStats {
   double last_packet_age_ms = -1;  // -1: nothing received yet
   double age_ms = 0;               // since the session started
   std::map<std::string, ViewerStats> viewer_detail;
+  double received_fps = 0, sent_fps = 0;       // over the last second
+  std::map<std::string, StageSummary> stages;  // per stage, and "processing" (first packet in -> last out)
 };
 
 class LiveSession {
@@ -102,6 +109,7 @@ class LiveSession {
   std::atomic<double> last_keyframe_request_ms_{0};
   std::atomic<uint64_t> frames_in_{0}, frames_out_{0}, stale_{0}, decode_errors_{0};
   std::atomic<double> last_packet_ms_{-1};
+  std::atomic<double> fps_in_{0}, fps_out_{0};
   mutable std::mutex mu_;
   PrivacyCounters privacy_counters_;  // guarded by mu_ (copied from the worker)
   std::string error_;                 // guarded by mu_

@@ -1,0 +1,65 @@
+#include "cli/api_client.h"
+
+#include <httplib.h>
+
+#include <atomic>
+#include <csignal>
+
+namespace veil::cli {
+namespace {
+std::atomic<bool> g_stop{false};
+void OnSignal(int) { g_stop = true; }
+}  // namespace
+
+void InstallStopHandlers() {
+  struct sigaction sa {};
+  sa.sa_handler = OnSignal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+}
+
+bool StopRequested() { return g_stop.load(); }
+
+std::string ApiReply::error() const {
+  if (body.is_object() && body.contains("error") && body["error"].is_string())
+    return "HTTP " + std::to_string(status) + ": " + body["error"].get<std::string>();
+  return "HTTP " + std::to_string(status);
+}
+
+ApiClient::~ApiClient() = default;
+
+Result<std::unique_ptr<ApiClient>> ApiClient::Create(const std::string& url, const std::string& token) {
+  if (url.rfind("http://", 0) != 0)
+    return Status::Error("server URL must look like http://HOST:PORT, got '" + url + "'");
+  std::unique_ptr<ApiClient> c(new ApiClient());
+  c->url_ = url;
+  c->token_ = token;
+  c->http_ = std::make_unique<httplib::Client>(url);
+  if (!c->http_->is_valid()) return Status::Error("invalid server URL '" + url + "'");
+  c->http_->set_connection_timeout(3, 0);
+  c->http_->set_read_timeout(10, 0);
+  c->http_->set_write_timeout(10, 0);
+  return c;
+}
+
+Result<ApiReply> ApiClient::Call(const std::string& method, const std::string& path, const nlohmann::json& body) {
+  httplib::Headers h;
+  if (!token_.empty()) h.emplace("Authorization", "Bearer " + token_);
+  const std::string text = body.is_null() ? "" : body.dump();
+  httplib::Result r(nullptr, httplib::Error::Unknown);
+  if (method == "GET") r = http_->Get(path.c_str(), h);
+  else if (method == "POST") r = http_->Post(path.c_str(), h, text, "application/json");
+  else if (method == "PUT") r = http_->Put(path.c_str(), h, text, "application/json");
+  else if (method == "DELETE") r = http_->Delete(path.c_str(), h);
+  else return Status::Error("unsupported method " + method);
+  if (!r) return Status::Error("cannot reach " + url_ + " (" + httplib::to_string(r.error()) + ")");
+  ApiReply a;
+  a.status = r->status;
+  a.body = nlohmann::json::parse(r->body, nullptr, false);
+  if (a.body.is_discarded()) a.body = nullptr;
+  return a;
+}
+
+}  // namespace veil::cli

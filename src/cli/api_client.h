@@ -1,0 +1,41 @@
+// A small JSON client for veil's control API (veil publish/view, load tool).
+#pragma once
+#include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "core/status.h"
+
+namespace httplib {
+class Client;
+}
+
+namespace veil::cli {
+
+struct ApiReply {
+  int status = 0;  // HTTP status
+  nlohmann::json body;
+  std::string error() const;  // the server's "error" field, or the status
+};
+
+class ApiClient {
+ public:
+  // url: http://HOST:PORT (loopback or any address the user gives).
+  static Result<std::unique_ptr<ApiClient>> Create(const std::string& url, const std::string& token);
+  ~ApiClient();
+  // Transport failure (unreachable, timeout) is an error; HTTP errors come back in ApiReply.
+  Result<ApiReply> Call(const std::string& method, const std::string& path, const nlohmann::json& body = nullptr);
+  const std::string& url() const { return url_; }
+
+ private:
+  ApiClient() = default;
+  std::unique_ptr<httplib::Client> http_;
+  std::string url_, token_;
+};
+
+// Stops on SIGINT/SIGTERM: installs handlers that set a flag.
+void InstallStopHandlers();
+bool StopRequested();
+
+}  // namespace veil::cli

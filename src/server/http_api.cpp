@@ -1,0 +1,335 @@
+#include "server/http_api.h"
+
+#include <httplib.h>
+
+#include <charconv>
+
+#include <spdlog/spdlog.h>
+
+#include "server/sdp.h"
+
+namespace veil {
+namespace {
+
+using json = nlohmann::json;
+
+void Reply(httplib::Response& res, int status, const json& body) {
+  res.status = status;
+  res.set_content(body.dump(2) + "\n", "application/json");
+}
+
+void Error(httplib::Response& res, int status, const std::string& why) { Reply(res, status, {{"error", why}}); }
+
+// Who asked: the peer address, plus a caller name the client may give
+// (X-Veil-Caller, sanitized), for the audit trail of mode switches.
+std::string Caller(const httplib::Request& req) {
+  std::string c = req.remote_addr + ":" + std::to_string(req.remote_port);
+  const std::string name = req.get_header_value("X-Veil-Caller");
+  if (!name.empty()) {
+    std::string clean;
+    for (char ch : name.substr(0, 64))
+      clean += (std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '_' || ch == '.' || ch == '@') ? ch : '_';
+    c = clean + "@" + c;
+  }
+  return c;
+}
+
+bool TimingSafeEqual(const std::string& a, const std::string& b) {
+  unsigned diff = unsigned(a.size() ^ b.size());
+  for (size_t i = 0; i < a.size(); ++i) diff |= unsigned(uint8_t(a[i]) ^ uint8_t(i < b.size() ? b[i] : 0));
+  return diff == 0;
+}
+
+// Parses a JSON object body, refusing fields not in `allowed` (a typo is an error, not a default).
+bool ParseBody(const httplib::Request& req, httplib::Response& res, const std::vector<std::string>& allowed,
+               json* out, bool required = true) {
+  if (req.body.empty()) {
+    if (required) {
+      Error(res, 400, "a JSON object body is required");
+      return false;
+    }
+    *out = json::object();
+    return true;
+  }
+  json j = json::parse(req.body, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) {
+    Error(res, 400, "body is not a JSON object");
+    return false;
+  }
+  for (const auto& [k, v] : j.items()) {
+    if (std::find(allowed.begin(), allowed.end(), k) == allowed.end()) {
+      Error(res, 400, "unknown field '" + k + "'");
+      return false;
+    }
+  }
+  *out = std::move(j);
+  return true;
+}
+
+bool GetString(const json& j, const char* key, httplib::Response& res, std::string* out) {
+  if (!j.contains(key)) return true;
+  if (!j[key].is_string()) {
+    Error(res, 400, std::string("field '") + key + "' must be a string");
+    return false;
+  }
+  *out = j[key].get<std::string>();
+  return true;
+}
+
+bool GetPort(const json& j, const char* key, httplib::Response& res, int* out, bool required) {
+  if (!j.contains(key)) {
+    if (required) Error(res, 400, std::string("field '") + key + "' is required");
+    return !required;
+  }
+  if (!j[key].is_number_integer() || j[key].get<int64_t>() < 1 || j[key].get<int64_t>() > 65535) {
+    Error(res, 400, std::string("field '") + key + "' must be an integer port in [1, 65535]");
+    return false;
+  }
+  *out = j[key].get<int>();
+  return true;
+}
+
+bool GetBool(const json& j, const char* key, httplib::Response& res, bool* out) {
+  if (!j.contains(key)) return true;
+  if (!j[key].is_boolean()) {
+    Error(res, 400, std::string("field '") + key + "' must be true or false");
+    return false;
+  }
+  *out = j[key].get<bool>();
+  return true;
+}
+
+json StageJson(const std::map<std::string, StageSummary>& stages) {
+  json o = json::object();
+  for (const auto& [name, s] : stages)
+    o[name] = {{"count", s.count}, {"mean_ms", s.mean_ms}, {"p50_ms", s.p50_ms}, {"p99_ms", s.p99_ms}};
+  return o;
+}
+
+}  // namespace
+
+json StatsJson(const SessionInfo& s) {
+  const LiveSessionStats& st = s.stats;
+  json viewers = json::array();
+  for (const ViewerInfo& v : s.viewers) {
+    json jv = {{"id", v.id}, {"host", v.host}, {"video_port", v.video_port}, {"audio_port", v.audio_port}};
+    auto it = st.viewer_detail.find(v.host + ":" + std::to_string(v.video_port));
+    if (it != st.viewer_detail.end())
+      jv.update({{"frames_sent", it->second.frames_sent},
+                 {"frames_dropped", it->second.frames_dropped},
+                 {"packets_sent", it->second.packets_sent},
+                 {"send_errors", it->second.send_errors},
+                 {"queued", it->second.queued}});
+    viewers.push_back(jv);
+  }
+  const double in = double(st.frames_in);
+  return {{"id", s.id},
+          {"mode", ModeName(s.mode)},
+          {"uptime_s", st.age_ms / 1000.0},
+          {"last_packet_age_ms", st.last_packet_age_ms},
+          {"received_fps", st.received_fps},
+          {"sent_fps", st.sent_fps},
+          {"frames_received", st.frames_in},
+          {"frames_sent", st.frames_out},
+          {"stale_drops", st.stale_drops},
+          {"stale_drop_ratio", in > 0 ? double(st.stale_drops) / in : 0.0},
+          {"decode_errors", st.decode_errors},
+          {"fail_closed_frames", st.privacy.fail_closed},
+          {"detections_run", st.privacy.detections_run},
+          {"detect_failures", st.privacy.detect_failures},
+          {"detect_results_dropped", st.privacy.results_dropped},
+          {"scene_cuts", st.privacy.scene_cuts},
+          {"rtp", {{"packets", st.rtp.packets}, {"lost", st.rtp.lost}, {"late", st.rtp.late}, {"jitter_ms", st.rtp.jitter_ms}}},
+          {"audio",
+           {{"packets", st.audio.packets_in}, {"forwarded", st.audio.packets_forwarded}, {"invalid", st.audio.invalid}}},
+          {"viewer_drops", st.viewer_drops},
+          {"viewers", viewers},
+          {"stages_ms", StageJson(st.stages)},
+          {"ai_target", s.target}};
+}
+
+json SessionJson(const SessionInfo& s, bool with_stats) {
+  json viewers = json::array();
+  for (const ViewerInfo& v : s.viewers)
+    viewers.push_back({{"id", v.id}, {"host", v.host}, {"video_port", v.video_port}, {"audio_port", v.audio_port}});
+  json j = {{"id", s.id},
+            {"codec", s.codec},
+            {"mode", ModeName(s.mode)},
+            {"created", s.created},
+            {"ai_target", s.target},
+            {"ingest",
+             {{"host", s.ingest_host},
+              {"video_port", s.video_port},
+              {"audio_port", s.audio_port},
+              {"video_payload_type", kVideoPayloadType},
+              {"audio_payload_type", kOpusPayloadType},
+              {"sdp", MakeSdp({"veil ingest " + s.id, s.ingest_host, s.codec, s.video_port, s.audio_port, "recvonly"})}}},
+            {"viewers", viewers}};
+  if (with_stats) j["stats"] = StatsJson(s);
+  return j;
+}
+
+Result<std::unique_ptr<HttpApi>> HttpApi::Start(SessionManager* sessions, MetricsRegistry* metrics,
+                                                const ServerSettings& s) {
+  std::unique_ptr<HttpApi> api(new HttpApi());
+  api->sessions_ = sessions;
+  api->metrics_ = metrics;
+  api->settings_ = s;
+  api->http_ = std::make_unique<httplib::Server>();
+  api->http_->set_payload_max_length(64 * 1024);
+  api->http_->set_read_timeout(5, 0);
+  api->http_->set_write_timeout(5, 0);
+  api->Routes();
+  if (s.listen_port == 0) {
+    api->port_ = api->http_->bind_to_any_port(s.listen_host);
+  } else if (api->http_->bind_to_port(s.listen_host, s.listen_port)) {
+    api->port_ = s.listen_port;
+  }
+  if (api->port_ <= 0)
+    return Status::Error("cannot listen on " + s.listen_host + ":" + std::to_string(s.listen_port) +
+                         " (in use, or not an address of this machine)");
+  api->thread_ = std::thread([p = api.get()] { p->http_->listen_after_bind(); });
+  return api;
+}
+
+HttpApi::~HttpApi() { Stop(); }
+
+void HttpApi::Stop() {
+  if (http_) http_->stop();
+  if (thread_.joinable()) thread_.join();
+}
+
+void HttpApi::Routes() {
+  httplib::Server& h = *http_;
+  using HR = httplib::Server::HandlerResponse;
+  h.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    const bool open = req.path == "/healthz" || req.path == "/readyz";
+    if (open || settings_.token.empty()) return HR::Unhandled;
+    const std::string auth = req.get_header_value("Authorization");
+    if (auth.rfind("Bearer ", 0) == 0 && TimingSafeEqual(auth.substr(7), settings_.token)) return HR::Unhandled;
+    res.set_header("WWW-Authenticate", "Bearer");
+    Error(res, 401, "missing or wrong bearer token");
+    return HR::Handled;
+  });
+  h.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return;
+    if (res.status == 404) Error(res, 404, "no route " + req.method + " " + req.path);
+    else if (res.status == 413) Error(res, 413, "body too large (64 KiB at most)");
+    else Error(res, res.status, "request failed");
+  });
+  h.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+    std::string what = "internal error";
+    try {
+      if (ep) std::rethrow_exception(ep);
+    } catch (const std::exception& e) {
+      what += std::string(": ") + e.what();
+    } catch (...) {
+    }
+    spdlog::error("API handler: {}", what);
+    Error(res, 500, what);
+  });
+
+  h.Get("/healthz", [](const httplib::Request&, httplib::Response& res) { Reply(res, 200, {{"status", "ok"}}); });
+  h.Get("/readyz", [this](const httplib::Request&, httplib::Response& res) {
+    const std::string why = sessions_->NotReadyReason();
+    if (why.empty()) Reply(res, 200, {{"ready", true}, {"sessions", sessions_->session_count()}});
+    else Reply(res, 503, {{"ready", false}, {"reason", why}, {"sessions", sessions_->session_count()}});
+  });
+  h.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+    res.set_content(metrics_->ExportText(), "text/plain; version=0.0.4; charset=utf-8");
+  });
+
+  h.Get("/v1/sessions", [this](const httplib::Request&, httplib::Response& res) {
+    json list = json::array();
+    for (const SessionInfo& s : sessions_->List()) list.push_back(SessionJson(s, false));
+    Reply(res, 200, {{"sessions", list}});
+  });
+  h.Post("/v1/sessions", [this](const httplib::Request& req, httplib::Response& res) {
+    json b;
+    if (!ParseBody(req, res, {"id", "codec", "mode", "audio"}, &b, false)) return;
+    CreateSpec spec;
+    if (!GetString(b, "id", res, &spec.id) || !GetString(b, "codec", res, &spec.codec) ||
+        !GetString(b, "mode", res, &spec.mode) || !GetBool(b, "audio", res, &spec.audio))
+      return;
+    SessionInfo info;
+    if (ApiError e = sessions_->Create(spec, Caller(req), &info)) {
+      if (e.http == 503) res.set_header("Retry-After", "5");
+      return Error(res, e.http, e.message);
+    }
+    res.set_header("Location", "/v1/sessions/" + info.id);
+    Reply(res, 201, SessionJson(info, false));
+  });
+  const std::string sid = "/v1/sessions/([A-Za-z0-9_-]{1,64})";
+  h.Get(sid, [this](const httplib::Request& req, httplib::Response& res) {
+    SessionInfo info;
+    if (ApiError e = sessions_->Get(req.matches[1], &info)) return Error(res, e.http, e.message);
+    Reply(res, 200, SessionJson(info, true));
+  });
+  h.Delete(sid, [this](const httplib::Request& req, httplib::Response& res) {
+    if (ApiError e = sessions_->Delete(req.matches[1], Caller(req))) return Error(res, e.http, e.message);
+    res.status = 204;
+  });
+  h.Get(sid + "/stats", [this](const httplib::Request& req, httplib::Response& res) {
+    SessionInfo info;
+    if (ApiError e = sessions_->Get(req.matches[1], &info)) return Error(res, e.http, e.message);
+    Reply(res, 200, StatsJson(info));
+  });
+  h.Put(sid + "/privacy", [this](const httplib::Request& req, httplib::Response& res) {
+    json b;
+    if (!ParseBody(req, res, {"mode"}, &b)) return;
+    std::string mode;
+    if (!GetString(b, "mode", res, &mode)) return;
+    if (mode.empty()) return Error(res, 400, "field 'mode' is required: anonymize | bypass | full_blur");
+    Mode previous{};
+    const std::string caller = Caller(req);
+    if (ApiError e = sessions_->SetMode(req.matches[1], mode, caller, &previous)) return Error(res, e.http, e.message);
+    Reply(res, 200, {{"id", std::string(req.matches[1])}, {"mode", mode}, {"previous", ModeName(previous)},
+                     {"changed_by", caller}, {"at", UtcNowIso()}});
+  });
+  h.Post(sid + "/viewers", [this](const httplib::Request& req, httplib::Response& res) {
+    json b;
+    if (!ParseBody(req, res, {"host", "video_port", "audio_port"}, &b)) return;
+    std::string host = "127.0.0.1";
+    int vport = 0, aport = 0;
+    if (!GetString(b, "host", res, &host) || !GetPort(b, "video_port", res, &vport, true) ||
+        !GetPort(b, "audio_port", res, &aport, false))
+      return;
+    ViewerInfo v;
+    if (ApiError e = sessions_->AddViewer(req.matches[1], host, vport, aport, Caller(req), &v))
+      return Error(res, e.http, e.message);
+    SessionInfo info;
+    sessions_->Get(req.matches[1], &info);
+    res.set_header("Location", "/v1/sessions/" + std::string(req.matches[1]) + "/viewers/" + v.id);
+    Reply(res, 201,
+          {{"id", v.id}, {"host", v.host}, {"video_port", v.video_port}, {"audio_port", v.audio_port},
+           {"sdp", MakeSdp({"veil " + info.id, v.host, info.codec, v.video_port, v.audio_port, "recvonly"})}});
+  });
+  h.Delete(sid + "/viewers/([A-Za-z0-9]{1,16})", [this](const httplib::Request& req, httplib::Response& res) {
+    if (ApiError e = sessions_->RemoveViewer(req.matches[1], req.matches[2], Caller(req)))
+      return Error(res, e.http, e.message);
+    res.status = 204;
+  });
+  h.Get("/v1/events", [this](const httplib::Request& req, httplib::Response& res) {
+    uint64_t after = 0;
+    if (req.has_param("after")) {
+      const std::string a = req.get_param_value("after");
+      auto r = std::from_chars(a.data(), a.data() + a.size(), after);
+      if (a.empty() || r.ec != std::errc() || r.ptr != a.data() + a.size())
+        return Error(res, 400, "'after' must be an event sequence number");
+    }
+    json list = json::array();
+    for (const Event& e : sessions_->Events(after))
+      list.push_back({{"seq", e.seq}, {"time", e.time}, {"type", e.type}, {"session", e.session}, {"detail", e.detail}});
+    Reply(res, 200, {{"events", list}});
+  });
+  h.Put("/v1/debug/inference", [this](const httplib::Request& req, httplib::Response& res) {
+    json b;
+    if (!ParseBody(req, res, {"stall", "fail"}, &b)) return;
+    bool stall = false, fail = false;
+    if (!GetBool(b, "stall", res, &stall) || !GetBool(b, "fail", res, &fail)) return;
+    if (ApiError e = sessions_->InjectFault(stall, fail, Caller(req))) return Error(res, e.http, e.message);
+    Reply(res, 200, {{"stall", stall}, {"fail", fail}});
+  });
+}
+
+}  // namespace veil

@@ -1,0 +1,49 @@
+// The control API over HTTP/1.1 (cpp-httplib): JSON, versioned paths,
+// bearer-token auth, strict input validation. Routes (docs/api.md):
+//   GET  /healthz  /readyz  /metrics
+//   GET|POST /v1/sessions            GET|DELETE /v1/sessions/{id}
+//   GET  /v1/sessions/{id}/stats     PUT /v1/sessions/{id}/privacy
+//   POST /v1/sessions/{id}/viewers   DELETE /v1/sessions/{id}/viewers/{viewer}
+//   GET  /v1/events?after=N          PUT /v1/debug/inference (fault injection, when enabled)
+#pragma once
+#include <memory>
+#include <string>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "core/metrics.h"
+#include "core/status.h"
+#include "server/session_manager.h"
+
+namespace httplib {
+class Server;
+}
+
+namespace veil {
+
+class HttpApi {
+ public:
+  // Binds host:port (port 0: any free port) and serves on its own threads.
+  static Result<std::unique_ptr<HttpApi>> Start(SessionManager* sessions, MetricsRegistry* metrics,
+                                                const ServerSettings& s);
+  ~HttpApi();  // Stop()
+  int port() const { return port_; }
+  void Stop();
+
+ private:
+  HttpApi() = default;
+  void Routes();
+  std::unique_ptr<httplib::Server> http_;
+  std::thread thread_;
+  SessionManager* sessions_ = nullptr;
+  MetricsRegistry* metrics_ = nullptr;
+  ServerSettings settings_;
+  int port_ = 0;
+};
+
+// JSON views shared with the CLI (demo) and tests.
+nlohmann::json SessionJson(const SessionInfo& s, bool with_stats);
+nlohmann::json StatsJson(const SessionInfo& s);
+
+}  // namespace veil

@@ -1,0 +1,376 @@
+#include "server/session_manager.h"
+
+#include <sys/random.h>
+
+#include <ctime>
+
+#include <spdlog/spdlog.h>
+
+#include "core/clock.h"
+#include "transport/net/udp.h"
+
+namespace veil {
+namespace {
+
+constexpr size_t kMaxEvents = 512;
+constexpr double kTickMs = 250;
+
+std::string RandomId() {
+  uint8_t b[5] = {};
+  if (getrandom(b, sizeof b, 0) != ssize_t(sizeof b)) {
+    const uint64_t t = uint64_t(NowMs() * 1000);
+    for (size_t i = 0; i < sizeof b; ++i) b[i] = uint8_t(t >> (8 * i));
+  }
+  static const char* hex = "0123456789abcdef";
+  std::string s = "s-";
+  for (uint8_t x : b) {
+    s += hex[x >> 4];
+    s += hex[x & 15];
+  }
+  return s;
+}
+
+}  // namespace
+
+std::string UtcNowIso() {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  tm t{};
+  gmtime_r(&ts.tv_sec, &t);
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", t.tm_year + 1900, t.tm_mon + 1, t.tm_mday,
+                t.tm_hour, t.tm_min, t.tm_sec, int(ts.tv_nsec / 1000000));
+  return buf;
+}
+
+bool ValidSessionId(const std::string& id) {
+  if (id.empty() || id.size() > 64) return false;
+  for (char c : id)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_')) return false;
+  return true;
+}
+
+SessionManager::SessionManager(const ServerDeps& d, MetricsRegistry* m) : deps_(d), metrics_(m) {}
+
+Result<std::unique_ptr<SessionManager>> SessionManager::Start(const ServerDeps& d, MetricsRegistry* metrics) {
+  if (!metrics) return Status::Error("a metrics registry is required");
+  if (Status s = Validate(d.privacy); !s) return s;
+  std::unique_ptr<SessionManager> m(new SessionManager(d, metrics));
+  SchedulerConfig sc;
+  sc.max_batch = d.server.max_batch;
+  sc.max_wait_us = d.server.max_wait_us;
+  sc.threads = d.server.infer_threads;
+  sc.max_queue = size_t(d.server.infer_queue);
+  const DetectorConfig dc = d.detector;
+  auto faults = m->faults_;
+  const bool inject = d.server.fault_injection;
+  auto source = std::make_shared<std::string>();
+  auto sched = InferenceScheduler::Create(
+      sc,
+      [dc, faults, inject, source]() -> Result<std::unique_ptr<Detector>> {
+        auto det = LoadDetector(dc, source.get());
+        if (!det || !inject) return det;
+        return std::unique_ptr<Detector>(std::make_unique<FaultInjectingDetector>(std::move(*det), faults));
+      },
+      metrics, "local");
+  if (!sched) return sched.status();
+  m->scheduler_ = std::move(*sched);
+  spdlog::info("AI target 'local': {} ({}), {} inference thread(s), max batch {}, max wait {} us", dc.family, *source,
+               sc.threads, sc.max_batch, sc.max_wait_us);
+  m->m_sessions_ = &metrics->GetGauge("veil_sessions_active", "Live sessions");
+  m->m_created_ = &metrics->GetCounter("veil_sessions_created_total", "Sessions created");
+  m->m_rejected_ = &metrics->GetCounter("veil_sessions_rejected_total", "Session creations refused at the session limit");
+  m->m_cpu_pct_ = &metrics->GetGauge("veil_process_cpu_percent", "Process CPU over the last second, % of one core");
+  m->m_cpu_s_ = &metrics->GetCounter("veil_process_cpu_seconds_total", "Process CPU time, s");
+  m->m_target_streams_ = &metrics->GetGauge("veil_ai_target_active_streams", "Sessions assigned to the AI target",
+                                            {{"target", "local"}});
+  m->housekeeping_ = std::thread([p = m.get()] { p->Housekeeping(); });
+  return m;
+}
+
+SessionManager::~SessionManager() {
+  Shutdown();
+  {
+    std::lock_guard lk(hk_mu_);
+    hk_stop_ = true;
+  }
+  hk_cv_.notify_all();
+  if (housekeeping_.joinable()) housekeeping_.join();
+  faults_->Set(false, false);  // a stalled detector must not hold the scheduler's shutdown
+  if (scheduler_) scheduler_->Shutdown();
+}
+
+void SessionManager::AddEvent(const std::string& type, const std::string& session, const std::string& detail) {
+  Event e{UtcNowIso(), type, session, detail, 0};
+  {
+    std::lock_guard lk(ev_mu_);
+    e.seq = ++event_seq_;
+    events_.push_back(e);
+    if (events_.size() > kMaxEvents) events_.pop_front();
+  }
+  if (type == "session_error") spdlog::error("event {} session={} {}", type, session, detail);
+  else spdlog::info("event {} session={} {}", type, session, detail);
+}
+
+std::vector<Event> SessionManager::Events(uint64_t after_seq) const {
+  std::lock_guard lk(ev_mu_);
+  std::vector<Event> out;
+  for (const Event& e : events_)
+    if (e.seq > after_seq) out.push_back(e);
+  return out;
+}
+
+ApiError SessionManager::Create(const CreateSpec& spec, const std::string& caller, SessionInfo* out) {
+  if (!spec.id.empty() && !ValidSessionId(spec.id))
+    return {400, "session id must be 1-64 characters of A-Z a-z 0-9 - _"};
+  if (spec.codec != "vp8" && spec.codec != "h264") return {400, "codec must be vp8 or h264, got '" + spec.codec + "'"};
+  LiveSessionConfig c;
+  c.codec = spec.codec;
+  c.privacy = deps_.privacy;
+  if (!spec.mode.empty()) {
+    auto m = ParseMode(spec.mode);
+    if (!m) return {400, m.error()};
+    c.privacy.mode = *m;
+  }
+  c.encoder = deps_.encoder;
+  c.encoder.codec = spec.codec;
+  c.decode_threads = deps_.decode_threads;
+  c.budget_ms = deps_.server.budget_ms;
+  c.jitter_ms = deps_.server.jitter_ms;
+  c.ingest_address = deps_.server.rtp_address;
+  c.viewer_queue_frames = size_t(deps_.server.viewer_queue);
+  c.audio = spec.audio;
+
+  std::string id = spec.id;
+  uint64_t sched_id = 0;
+  {
+    std::lock_guard lk(mu_);
+    if (draining_) return {503, "the server is shutting down"};
+    if (int(sessions_.size()) + creating_ >= deps_.server.max_sessions) {
+      m_rejected_->Inc();
+      return {503, "session limit reached (" + std::to_string(deps_.server.max_sessions) +
+                       " sessions, server.max_sessions): try later or another server"};
+    }
+    if (id.empty()) {
+      do id = RandomId();
+      while (sessions_.count(id));
+    } else if (sessions_.count(id)) {
+      return {409, "session '" + id + "' already exists"};
+    }
+    ++creating_;
+    sched_id = next_sched_id_++;
+    sessions_.emplace(id, Entry{});  // reserves the id; filled below
+  }
+  auto target = targets_.Assign(sched_id);
+  Result<std::unique_ptr<LiveSession>> s =
+      target ? LiveSession::Start(id, c, scheduler_.get(), sched_id, metrics_) : Result<std::unique_ptr<LiveSession>>(target.status());
+  std::unique_lock lk(mu_);
+  --creating_;
+  if (!s || draining_) {
+    sessions_.erase(id);
+    targets_.Release(sched_id);
+    if (!s) return {500, "cannot start session: " + s.error()};
+    lk.unlock();
+    s->reset();
+    return {503, "the server is shutting down"};
+  }
+  Entry& e = sessions_[id];
+  e.session = std::move(*s);
+  e.sched_id = sched_id;
+  e.info.id = id;
+  e.info.codec = c.codec;
+  e.info.created = UtcNowIso();
+  e.info.ingest_host = c.ingest_address;
+  e.info.video_port = e.session->ingest_port();
+  e.info.audio_port = e.session->audio_port();
+  e.info.target = "local";
+  m_created_->Inc();
+  m_sessions_->Set(double(sessions_.size()));
+  m_target_streams_->Set(double(targets_.Snapshot()[0].active_streams));
+  *out = Snapshot(e);
+  AddEvent("session_created", id,
+           "codec=" + c.codec + " mode=" + ModeName(c.privacy.mode) + " video_port=" +
+               std::to_string(e.info.video_port) + " audio_port=" + std::to_string(e.info.audio_port) + " by " + caller);
+  return {};
+}
+
+SessionInfo SessionManager::Snapshot(const Entry& e) const {
+  SessionInfo i = e.info;
+  if (e.session) {
+    i.mode = e.session->mode();
+    i.stats = e.session->stats();
+  }
+  return i;
+}
+
+std::unique_ptr<LiveSession> SessionManager::Take(const std::string& id, const std::string& reason,
+                                                  const std::string& detail) {
+  std::unique_ptr<LiveSession> s;
+  {
+    std::lock_guard lk(mu_);
+    auto it = sessions_.find(id);
+    if (it == sessions_.end() || !it->second.session) return nullptr;
+    s = std::move(it->second.session);
+    targets_.Release(it->second.sched_id);
+    sessions_.erase(it);
+    m_sessions_->Set(double(sessions_.size()));
+    m_target_streams_->Set(double(targets_.Snapshot()[0].active_streams));
+  }
+  const LiveSessionStats st = s->stats();
+  AddEvent(reason == "error" ? "session_error" : "session_ended", id,
+           "reason=" + reason + (detail.empty() ? "" : " (" + detail + ")") + " frames_in=" +
+               std::to_string(st.frames_in) + " frames_out=" + std::to_string(st.frames_out) +
+               " fail_closed=" + std::to_string(st.privacy.fail_closed));
+  return s;
+}
+
+ApiError SessionManager::Delete(const std::string& id, const std::string& caller) {
+  auto s = Take(id, "deleted", "by " + caller);
+  if (!s) return {404, "no session '" + id + "'"};
+  s.reset();  // joins its threads, outside the lock
+  return {};
+}
+
+ApiError SessionManager::Get(const std::string& id, SessionInfo* out) const {
+  std::lock_guard lk(mu_);
+  auto it = sessions_.find(id);
+  if (it == sessions_.end() || !it->second.session) return {404, "no session '" + id + "'"};
+  *out = Snapshot(it->second);
+  return {};
+}
+
+std::vector<SessionInfo> SessionManager::List() const {
+  std::lock_guard lk(mu_);
+  std::vector<SessionInfo> out;
+  for (const auto& [id, e] : sessions_)
+    if (e.session) out.push_back(Snapshot(e));
+  return out;
+}
+
+ApiError SessionManager::AddViewer(const std::string& id, const std::string& host, int video_port, int audio_port,
+                                   const std::string& caller, ViewerInfo* out) {
+  sockaddr_in a{};
+  if (Status s = ParseEndpoint(host, video_port, &a); !s) return {400, "viewer video " + s.message()};
+  if (audio_port != 0)
+    if (Status s = ParseEndpoint(host, audio_port, &a); !s) return {400, "viewer audio " + s.message()};
+  if (!deps_.server.any_viewer_host && !IsLoopback(host))
+    return {403, "viewers must be on loopback (server.viewer_hosts = loopback), got '" + host + "'"};
+  std::lock_guard lk(mu_);
+  auto it = sessions_.find(id);
+  if (it == sessions_.end() || !it->second.session) return {404, "no session '" + id + "'"};
+  Entry& e = it->second;
+  if (int(e.info.viewers.size()) >= deps_.server.max_viewers)
+    return {503, "viewer limit reached (" + std::to_string(deps_.server.max_viewers) + ", server.max_viewers)"};
+  for (const ViewerInfo& v : e.info.viewers)
+    if (v.host == host && (v.video_port == video_port || (audio_port != 0 && v.audio_port == audio_port)))
+      return {409, "a viewer already receives at " + host + ":" + std::to_string(video_port)};
+  if (audio_port != 0 && e.session->audio_port() == 0) return {400, "this session has no audio: omit audio_port"};
+  if (Status s = e.session->AddViewer(host, video_port, audio_port); !s) return {400, s.message()};
+  ViewerInfo v{"v" + std::to_string(e.next_viewer++), host, video_port, audio_port};
+  e.info.viewers.push_back(v);
+  *out = v;
+  AddEvent("viewer_added", id,
+           v.id + " " + host + ":" + std::to_string(video_port) + (audio_port ? "/" + std::to_string(audio_port) : "") +
+               " by " + caller);
+  return {};
+}
+
+ApiError SessionManager::RemoveViewer(const std::string& id, const std::string& viewer, const std::string& caller) {
+  std::lock_guard lk(mu_);
+  auto it = sessions_.find(id);
+  if (it == sessions_.end() || !it->second.session) return {404, "no session '" + id + "'"};
+  auto& vs = it->second.info.viewers;
+  for (auto v = vs.begin(); v != vs.end(); ++v) {
+    if (v->id != viewer) continue;
+    it->second.session->RemoveViewer(v->host, v->video_port, v->audio_port);
+    AddEvent("viewer_removed", id, viewer + " by " + caller);
+    vs.erase(v);
+    return {};
+  }
+  return {404, "no viewer '" + viewer + "' in session '" + id + "'"};
+}
+
+ApiError SessionManager::SetMode(const std::string& id, const std::string& mode, const std::string& caller,
+                                 Mode* previous) {
+  auto m = ParseMode(mode);
+  if (!m) return {400, m.error()};
+  std::lock_guard lk(mu_);
+  auto it = sessions_.find(id);
+  if (it == sessions_.end() || !it->second.session) return {404, "no session '" + id + "'"};
+  *previous = it->second.session->mode();
+  it->second.session->SetMode(*m);
+  AddEvent("mode_changed", id, ModeName(*previous) + " -> " + ModeName(*m) + " by " + caller);
+  return {};
+}
+
+ApiError SessionManager::InjectFault(bool stall, bool fail, const std::string& caller) {
+  if (!deps_.server.fault_injection) return {404, "fault injection is off (inference.fault_injection = false)"};
+  faults_->Set(stall, fail);
+  AddEvent("fault_injection", "", std::string("stall=") + (stall ? "true" : "false") + " fail=" + (fail ? "true" : "false") +
+                                      " by " + caller);
+  return {};
+}
+
+std::string SessionManager::NotReadyReason() const {
+  std::lock_guard lk(mu_);
+  if (draining_) return "shutting down";
+  if (!targets_.AnyHealthy()) return "no healthy AI target: anonymize sessions are fail-closed";
+  if (int(sessions_.size()) + creating_ >= deps_.server.max_sessions)
+    return "at the session limit (" + std::to_string(deps_.server.max_sessions) + ")";
+  return "";
+}
+
+size_t SessionManager::session_count() const {
+  std::lock_guard lk(mu_);
+  return sessions_.size();
+}
+
+void SessionManager::Shutdown() {
+  std::vector<std::string> ids;
+  {
+    std::lock_guard lk(mu_);
+    draining_ = true;
+    for (const auto& [id, e] : sessions_) ids.push_back(id);
+  }
+  for (const auto& id : ids) Take(id, "shutdown", "").reset();
+}
+
+void SessionManager::Housekeeping() {
+  double last_cpu = ProcessCpuMs(), last_wall = NowMs();
+  for (;;) {
+    {
+      std::unique_lock lk(hk_mu_);
+      hk_cv_.wait_for(lk, std::chrono::milliseconds(int(kTickMs)), [&] { return hk_stop_; });
+      if (hk_stop_) return;
+    }
+    const double now = NowMs();
+    if (now - last_wall >= 1000) {
+      const double cpu = ProcessCpuMs();
+      m_cpu_pct_->Set(100.0 * (cpu - last_cpu) / (now - last_wall));
+      m_cpu_s_->Inc((cpu - last_cpu) / 1000.0);
+      last_cpu = cpu;
+      last_wall = now;
+    }
+    // Decide under the lock, end sessions outside it.
+    std::vector<std::pair<std::string, std::pair<std::string, std::string>>> ending;
+    {
+      std::lock_guard lk(mu_);
+      for (auto& [id, e] : sessions_) {
+        if (!e.session) continue;
+        e.session->Tick();
+        if (std::string err = e.session->error(); !err.empty()) {
+          ending.push_back({id, {"error", err}});
+          continue;
+        }
+        const LiveSessionStats st = e.session->stats();
+        if (st.last_packet_age_ms >= 0 && st.last_packet_age_ms > deps_.server.publisher_timeout_ms)
+          ending.push_back({id, {"publisher_timeout", "no packet for " + std::to_string(int(st.last_packet_age_ms)) + " ms"}});
+        else if (st.last_packet_age_ms < 0 && st.age_ms > deps_.server.start_timeout_ms)
+          ending.push_back({id, {"start_timeout", "no packet in " + std::to_string(int(st.age_ms)) + " ms"}});
+      }
+    }
+    for (const auto& [id, why] : ending) Take(id, why.first, why.second).reset();
+  }
+}
+
+}  // namespace veil

@@ -1,0 +1,133 @@
+// The live server's model: sessions, their viewers, the shared inference
+// scheduler (one per AI target; the in-process target today) and the
+// housekeeping that ends sessions whose publisher went away or whose
+// pipeline failed. Transport-neutral: the HTTP API (http_api) and later
+// WebRTC call into it. Every change of state is an event (kept in a ring for
+// /v1/events and logged).
+#pragma once
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "config/config.h"
+#include "core/metrics.h"
+#include "inference/fault_injection.h"
+#include "inference/scheduler.h"
+#include "inference/target_pool.h"
+#include "server/live_session.h"
+
+namespace veil {
+
+// An API-level failure: the HTTP status it maps to and a reason for humans.
+struct ApiError {
+  int http = 0;  // 0 = no error
+  std::string message;
+  explicit operator bool() const { return http != 0; }
+};
+
+struct ViewerInfo {
+  std::string id, host;
+  int video_port = 0, audio_port = 0;
+};
+
+struct SessionInfo {
+  std::string id, codec, created;  // created: UTC ISO 8601
+  Mode mode = Mode::kAnonymize;
+  std::string ingest_host;
+  int video_port = 0, audio_port = 0;
+  std::string target;  // AI target
+  std::vector<ViewerInfo> viewers;
+  LiveSessionStats stats;
+};
+
+struct Event {
+  std::string time, type, session, detail;
+  uint64_t seq = 0;
+};
+
+struct CreateSpec {
+  std::string id;     // empty: generated
+  std::string codec = "vp8";
+  std::string mode;   // empty: the configured default
+  bool audio = true;
+};
+
+struct ServerDeps {
+  ServerSettings server;
+  PrivacyConfig privacy;
+  EncoderOptions encoder;
+  DetectorConfig detector;
+  int decode_threads = 1;
+};
+
+class SessionManager {
+ public:
+  // Loads the detector(s) and starts the scheduler and housekeeping.
+  static Result<std::unique_ptr<SessionManager>> Start(const ServerDeps& d, MetricsRegistry* metrics);
+  ~SessionManager();  // Shutdown()
+
+  ApiError Create(const CreateSpec& spec, const std::string& caller, SessionInfo* out);
+  ApiError Delete(const std::string& id, const std::string& caller);
+  ApiError Get(const std::string& id, SessionInfo* out) const;
+  std::vector<SessionInfo> List() const;
+  ApiError AddViewer(const std::string& id, const std::string& host, int video_port, int audio_port,
+                     const std::string& caller, ViewerInfo* out);
+  ApiError RemoveViewer(const std::string& id, const std::string& viewer, const std::string& caller);
+  ApiError SetMode(const std::string& id, const std::string& mode, const std::string& caller, Mode* previous);
+  ApiError InjectFault(bool stall, bool fail, const std::string& caller);
+  std::vector<Event> Events(uint64_t after_seq) const;
+
+  // Readiness: empty when new sessions can be taken, else why not.
+  std::string NotReadyReason() const;
+  size_t session_count() const;
+  // Ends every session (reason "shutdown") and refuses new ones. Idempotent.
+  void Shutdown();
+  const ServerDeps& deps() const { return deps_; }
+
+ private:
+  struct Entry {
+    std::unique_ptr<LiveSession> session;
+    SessionInfo info;  // static part (viewers kept current)
+    uint64_t sched_id = 0;
+    int next_viewer = 1;
+  };
+  SessionManager(const ServerDeps& d, MetricsRegistry* m);
+  void Housekeeping();
+  // Removes a session from the table (under mu_) and returns it for destruction outside the lock.
+  std::unique_ptr<LiveSession> Take(const std::string& id, const std::string& reason, const std::string& detail);
+  void AddEvent(const std::string& type, const std::string& session, const std::string& detail);
+  SessionInfo Snapshot(const Entry& e) const;
+
+  const ServerDeps deps_;
+  MetricsRegistry* metrics_;
+  std::shared_ptr<FaultInjector> faults_ = std::make_shared<FaultInjector>();
+  std::unique_ptr<InferenceScheduler> scheduler_;
+  TargetPool targets_{{"local"}};
+  mutable std::mutex mu_;
+  std::map<std::string, Entry> sessions_;  // guarded by mu_
+  int creating_ = 0;                       // guarded by mu_: sessions being started (count toward the limit)
+  bool draining_ = false;                  // guarded by mu_
+  uint64_t next_sched_id_ = 1;             // guarded by mu_
+  mutable std::mutex ev_mu_;
+  std::deque<Event> events_;  // guarded by ev_mu_
+  uint64_t event_seq_ = 0;    // guarded by ev_mu_
+  std::thread housekeeping_;
+  std::mutex hk_mu_;
+  std::condition_variable hk_cv_;
+  bool hk_stop_ = false;  // guarded by hk_mu_
+  // Server-wide metrics.
+  Gauge *m_sessions_ = nullptr, *m_cpu_pct_ = nullptr, *m_target_streams_ = nullptr;
+  Counter *m_created_ = nullptr, *m_rejected_ = nullptr, *m_cpu_s_ = nullptr;
+};
+
+std::string UtcNowIso();
+bool ValidSessionId(const std::string& id);
+
+}  // namespace veil
