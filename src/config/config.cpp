@@ -148,7 +148,7 @@ const std::vector<KeySpec>& ConfigKeys() {
       Key("server.listen", "listen", "control API address HOST:PORT (non-loopback needs server.token)", &S::listen),
       Key("server.token", "token", "bearer token the control API requires (empty: none, loopback only)", &S::token),
       Key("server.rtp_address", "rtp-address", "address RTP ingest binds and the SDPs advertise", &S::rtp_address),
-      Key("server.viewer_hosts", "viewer-hosts", "where viewers may receive RTP: loopback | any", &S::viewer_hosts),
+      Key("server.viewer_hosts", "viewer-hosts", "where viewers may receive RTP: loopback or any", &S::viewer_hosts),
       Key("server.max_sessions", "max-sessions", "concurrent sessions; one more is refused with 503", &S::max_sessions),
       Key("server.max_viewers", "max-viewers", "viewers per session", &S::max_viewers),
       Key("server.viewer_queue", "viewer-queue", "frames queued per viewer before it drops to a keyframe", &S::viewer_queue),

@@ -54,9 +54,9 @@ Status GstPipeline::Play() {
     gst_object_unref(bus);
     return Status::Error(why);
   }
-  // Live sources go to PLAYING asynchronously; wait a bounded time for it.
-  GstState state;
-  gst_element_get_state(p_, &state, nullptr, 2 * GST_SECOND);
+  // Sockets are bound by now (NULL -> READY is synchronous). A pipeline
+  // whose sink prerolls completes PLAYING on its first buffer: nothing to
+  // wait for here (waiting cost every new session 2 s).
   return Status::Ok();
 }
 

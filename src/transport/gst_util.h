@@ -22,7 +22,7 @@ class GstPipeline {
   GstElement* get() const { return p_; }
   // The named element (a new reference, released by the returned holder's caller via gst_object_unref).
   GstElement* element(const char* name) const { return gst_bin_get_by_name(GST_BIN(p_), name); }
-  // Sets PLAYING and waits (bounded) for the state change; reports the bus error if any.
+  // Sets PLAYING (without waiting for preroll); reports the bus error if the change fails.
   Status Play();
   void Stop();
   // The first error posted on the bus since the last call ("" when none). Never blocks.

@@ -5,6 +5,9 @@
 
 #include "core/clock.h"
 
+#include <future>
+#include <mutex>
+
 namespace veil {
 
 Status Validate(const RtpReceiverConfig& c) {
@@ -28,9 +31,9 @@ Result<std::unique_ptr<RtpReceiver>> RtpReceiver::Start(const RtpReceiverConfig&
       " port=" + std::to_string(c.port) +
       " caps=\"application/x-rtp,media=video,clock-rate=90000,encoding-name=" + (vp8 ? "VP8" : "H264") +
       ",payload=" + std::to_string(c.payload_type) + "\" ! rtpjitterbuffer name=jb latency=" +
-      std::to_string(c.latency_ms) + " mode=none drop-on-latency=true ! " +
+      std::to_string(c.latency_ms) + " mode=none drop-on-latency=true faststart-min-packets=2 ! " +
       (vp8 ? "rtpvp8depay name=depay" : "rtph264depay name=depay ! video/x-h264,stream-format=byte-stream,alignment=au") +
-      " ! appsink name=sink sync=false max-buffers=16 drop=true";
+      " ! appsink name=sink sync=false async=false max-buffers=16 drop=true";
   auto p = GstPipeline::Parse(desc);
   if (!p) return p.status();
   std::unique_ptr<RtpReceiver> r(new RtpReceiver());
@@ -52,7 +55,32 @@ Result<std::unique_ptr<RtpReceiver>> RtpReceiver::Start(const RtpReceiverConfig&
   gst_pad_add_probe(pad, GST_PAD_PROBE_TYPE_BUFFER, &RtpReceiver::OnArrival, r.get(), nullptr);
   gst_object_unref(pad);
   gst_object_unref(udpsrc);
+  // The socket's reader must be running before Start returns: a keyframe
+  // burst sent at once would otherwise overflow the socket buffer
+  // (net.core.rmem_max) before anyone reads it. udpsrc's streaming thread
+  // announces itself with stream-start, right before its first read.
+  auto started = std::make_shared<std::promise<void>>();
+  auto once = std::make_shared<std::once_flag>();
+  GstElement* src0 = r->pipeline_.element("src");
+  GstPad* srcpad = gst_element_get_static_pad(src0, "src");
+  struct Ctx {
+    std::shared_ptr<std::promise<void>> p;
+    std::shared_ptr<std::once_flag> o;
+  };
+  gst_pad_add_probe(
+      srcpad, GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM,
+      [](GstPad*, GstPadProbeInfo* info, gpointer data) {
+        auto* c = static_cast<Ctx*>(data);
+        if (GST_EVENT_TYPE(GST_PAD_PROBE_INFO_EVENT(info)) != GST_EVENT_STREAM_START) return GST_PAD_PROBE_OK;
+        std::call_once(*c->o, [&] { c->p->set_value(); });
+        return GST_PAD_PROBE_REMOVE;
+      },
+      new Ctx{started, once}, [](gpointer d) { delete static_cast<Ctx*>(d); });
+  gst_object_unref(srcpad);
+  gst_object_unref(src0);
   if (Status s = r->pipeline_.Play(); !s) return s;
+  if (started->get_future().wait_for(std::chrono::seconds(2)) != std::future_status::ready)
+    return Status::Error("RTP receiver: the socket reader did not start");
   GstElement* src = r->pipeline_.element("src");
   g_object_get(src, "port", &r->port_, nullptr);  // the bound port when 0 was asked for
   gst_object_unref(src);

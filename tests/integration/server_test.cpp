@@ -1,0 +1,378 @@
+// The real `veil serve` binary on loopback, driven through its API like a
+// user would: publishers send a 720p30 VP8 clip with faces as live RTP,
+// viewers receive, decode and check every frame against the source.
+#include <gtest/gtest.h>
+
+#include <sys/random.h>
+
+#include <chrono>
+#include <set>
+#include <thread>
+
+#include "server_harness.h"
+#include "transport/net/udp.h"
+
+namespace veil::test {
+namespace {
+
+void SleepMs(int ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
+
+json CreateSession(ServerProcess& s, const json& body) {
+  Reply r = s.CallJson("POST", "/v1/sessions", body);
+  EXPECT_EQ(r.status, 201) << r.text;
+  return r.body;
+}
+
+void AddViewer(ServerProcess& s, const std::string& id, int port) {
+  Reply r = s.CallJson("POST", "/v1/sessions/" + id + "/viewers", json{{"host", "127.0.0.1"}, {"video_port", port}});
+  ASSERT_EQ(r.status, 201) << r.text;
+  EXPECT_NE(r.body["sdp"].get<std::string>().find("m=video " + std::to_string(port) + " RTP/AVP 96"), std::string::npos);
+}
+
+struct Summary {
+  int frames = 0, faces = 0, leaked = 0, mosaic = 0;
+};
+// Frames whose arrival lies in [from, to) (NowMs clock).
+// A whole-frame mosaic measures ~0.03 in-cell gradient after VP8; this clip's
+// flattest pictures measure ~0.45.
+Summary Summarize(const std::vector<FrameCheck>& cs, double from, double to, double mosaic_grad = 0.2) {
+  Summary s;
+  for (const FrameCheck& c : cs) {
+    if (c.arrival_ms < from || c.arrival_ms >= to) continue;
+    ++s.frames;
+    s.faces += c.faces;
+    s.leaked += c.leaked;
+    s.mosaic += c.grad < mosaic_grad;
+  }
+  return s;
+}
+
+// Received / sent over the frames sent in [from, to).
+double DeliveredRatio(SentLog& log, const std::vector<FrameCheck>& cs, double from, double to) {
+  std::lock_guard lk(log.mu);
+  int n_sent = 0, n_got = 0;
+  std::set<std::pair<int, double>> got;
+  for (const FrameCheck& c : cs) got.insert({c.index, c.sent_ms});
+  for (const auto& [ts, v] : log.sent) {
+    if (v.second < from || v.second >= to) continue;
+    ++n_sent;
+    n_got += got.count(v);
+  }
+  return n_sent ? double(n_got) / n_sent : 0;
+}
+
+TEST(Server, TwoPublishersGetEveryFacePixelatedAtFullRate) {
+  ASSERT_GT(Source().frames, 100);
+  ServerProcess server({});
+  ASSERT_TRUE(server.ok()) << server.log();
+  auto log_a = std::make_shared<SentLog>(), log_b = std::make_shared<SentLog>();
+  const json a = CreateSession(server, {{"id", "alpha"}});
+  const json b = CreateSession(server, {{"id", "beta"}, {"codec", "vp8"}});
+  ASSERT_EQ(a["ingest"]["host"], "127.0.0.1");
+  EXPECT_NE(a["ingest"]["sdp"].get<std::string>().find("a=rtpmap:96 VP8/90000"), std::string::npos);
+  Watch wa("vp8", log_a), wb("vp8", log_b);
+  AddViewer(server, "alpha", wa.port());
+  AddViewer(server, "beta", wb.port());
+  const double t0 = NowMs();
+  Feed fa(a, log_a, 9), fb(b, log_b, 9);
+  SleepMs(8000);
+  const Reply stats = server.Call("GET", "/v1/sessions/alpha/stats");  // while streaming
+  const Reply metrics = server.Call("GET", "/metrics");
+  SleepMs(1600);
+  for (auto* w : {&wa, &wb}) {
+    const auto cs = w->checks();
+    SentLog& log = w == &wa ? *log_a : *log_b;
+    // Steady state: after one second of warm-up, until the publisher stops.
+    const double ratio = DeliveredRatio(log, cs, t0 + 1000, t0 + 8500);
+    const Summary all = Summarize(cs, 0, 1e300);
+    std::printf("session %s: received %d frames, delivered %.3f of sent in steady state, %d faces checked, %d leaked\n",
+                w == &wa ? "alpha" : "beta", all.frames, ratio, all.faces, all.leaked);
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+    EXPECT_GE(ratio, 0.95) << "received frame rate more than 5% below the sent rate";
+#endif
+    EXPECT_GT(all.faces, 100) << "the check had too few faces to mean anything";
+    EXPECT_EQ(all.leaked, 0) << "a received frame showed a face with its detail";
+  }
+  ASSERT_EQ(stats.status, 200);
+  EXPECT_GT(stats.body["frames_received"].get<int>(), 200);
+  EXPECT_GT(stats.body["received_fps"].get<double>(), 25.0);
+  EXPECT_TRUE(stats.body["stages_ms"].contains("encode"));
+  EXPECT_GT(stats.body["stages_ms"]["processing"]["count"].get<int>(), 100);
+  for (const char* name : {"veil_session_received_fps{session=\"alpha\"}", "veil_session_sent_fps",
+                           "veil_session_stage_ms_bucket", "veil_session_processing_ms_bucket",
+                           "veil_session_stale_drops_total", "veil_session_fail_closed_frames_total",
+                           "veil_session_rtp_jitter_ms", "veil_session_rtp_lost_packets_total",
+                           "veil_session_viewer_drops_total", "veil_ai_batch_size_bucket",
+                           "veil_ai_target_active_streams{target=\"local\"} 2", "veil_process_cpu_percent"})
+    EXPECT_NE(metrics.text.find(name), std::string::npos) << name;
+  fa.Stop();
+  fb.Stop();
+  EXPECT_EQ(server.Stop(SIGTERM), 0) << server.log();
+  EXPECT_NE(server.log().find("stopped cleanly"), std::string::npos);
+}
+
+TEST(Server, PrivacyModeSwitchesAtRuntime) {
+  ASSERT_GT(Source().frames, 100);  // loaded before the clock starts
+  ServerProcess server({});
+  ASSERT_TRUE(server.ok()) << server.log();
+  auto log = std::make_shared<SentLog>();
+  const json s = CreateSession(server, {{"id", "m"}, {"mode", "bypass"}});
+  Watch w("vp8", log);
+  AddViewer(server, "m", w.port());
+  Feed feed(s, log);
+  const httplib::Headers who = {{"X-Veil-Caller", "operator-7"}};
+  SleepMs(2500);
+  const double to_blur = NowMs();
+  Reply r = server.Call("PUT", "/v1/sessions/m/privacy", R"({"mode":"full_blur"})", who);
+  ASSERT_EQ(r.status, 200) << r.text;
+  EXPECT_EQ(r.body["previous"], "bypass");
+  SleepMs(2500);
+  const double to_anon = NowMs();
+  ASSERT_EQ(server.Call("PUT", "/v1/sessions/m/privacy", R"({"mode":"anonymize"})", who).status, 200);
+  SleepMs(3000);
+  const double end = NowMs();
+  feed.Stop();
+  const auto cs = w.checks();
+  // 300 ms either side of a switch: frames already in flight.
+  const Summary bypass = Summarize(cs, 0, to_blur - 300);
+  const Summary blur = Summarize(cs, to_blur + 300, to_anon - 300);
+  const Summary anon = Summarize(cs, to_anon + 500, end);
+  std::printf("bypass: %d frames %d/%d faces kept; full_blur: %d frames, %d whole-frame mosaic; anonymize: %d frames "
+              "%d/%d faces leaked, %d whole-frame\n",
+              bypass.frames, bypass.leaked, bypass.faces, blur.frames, blur.mosaic, anon.frames, anon.leaked, anon.faces,
+              anon.mosaic);
+  ASSERT_GT(bypass.faces, 20);
+  EXPECT_GE(bypass.leaked, bypass.faces * 8 / 10) << "bypass must leave faces as they are (the check can fail)";
+  EXPECT_EQ(bypass.mosaic, 0);
+  ASSERT_GT(blur.frames, 30);
+  EXPECT_EQ(blur.mosaic, blur.frames) << "full_blur: every frame a whole-frame mosaic";
+  EXPECT_EQ(blur.leaked, 0);
+  ASSERT_GT(anon.faces, 20);
+  EXPECT_EQ(anon.leaked, 0);
+  EXPECT_LT(anon.mosaic, anon.frames / 4) << "anonymize pixelates faces, not whole frames";
+  // Every switch is in the audit trail with its caller.
+  Reply ev = server.Call("GET", "/v1/events");
+  int switches = 0;
+  for (const auto& e : ev.body["events"])
+    if (e["type"] == "mode_changed") {
+      ++switches;
+      EXPECT_NE(e["detail"].get<std::string>().find("operator-7@127.0.0.1"), std::string::npos) << e.dump();
+      EXPECT_FALSE(e["time"].get<std::string>().empty());
+    }
+  EXPECT_EQ(switches, 2);
+  EXPECT_NE(server.log().find("mode_changed session=m bypass -> full_blur by operator-7@127.0.0.1"), std::string::npos);
+  EXPECT_EQ(server.Stop(SIGINT), 0);
+}
+
+TEST(Server, DetectionStallOrFailureNeverLeaksAFace) {
+  ASSERT_GT(Source().frames, 100);  // loaded before the clock starts
+  ServerProcess server({"--set", "inference.fault_injection=true"});
+  ASSERT_TRUE(server.ok()) << server.log();
+  auto log = std::make_shared<SentLog>();
+  const json s = CreateSession(server, {{"id", "f"}});
+  Watch w("vp8", log);
+  AddViewer(server, "f", w.port());
+  Feed feed(s, log);
+  SleepMs(2500);
+  const double stall = NowMs();
+  ASSERT_EQ(server.Call("PUT", "/v1/debug/inference", R"({"stall":true})").status, 200);
+  SleepMs(2500);
+  const double fail = NowMs();
+  ASSERT_EQ(server.Call("PUT", "/v1/debug/inference", R"({"fail":true})").status, 200);
+  SleepMs(2500);
+  const double heal = NowMs();
+  ASSERT_EQ(server.Call("PUT", "/v1/debug/inference", R"({})").status, 200);
+  SleepMs(2500);
+  const double end = NowMs();
+  feed.Stop();
+  const auto cs = w.checks();
+  const Summary all = Summarize(cs, 0, 1e300);
+  const Summary stalled = Summarize(cs, stall + 400, fail);
+  const Summary failing = Summarize(cs, fail + 400, heal);
+  const Summary healed = Summarize(cs, heal + 1000, end);
+  std::printf("all: %d frames, %d faces, %d leaked; stalled: %d/%d whole-frame; failing: %d/%d; healed: %d/%d\n",
+              all.frames, all.faces, all.leaked, stalled.mosaic, stalled.frames, failing.mosaic, failing.frames,
+              healed.mosaic, healed.frames);
+  if (std::getenv("VEIL_TEST_VERBOSE"))
+    for (const FrameCheck& c : cs)
+      std::printf("t=%+.0f ms (vs heal) frame %d grad %.2f faces %d\n", c.arrival_ms - heal, c.index, c.grad, c.faces);
+  EXPECT_EQ(all.leaked, 0) << "not one frame may leave with a face";
+  ASSERT_GT(stalled.frames, 30);
+  EXPECT_EQ(stalled.mosaic, stalled.frames) << "a stalled detector: whole-frame mosaic (fail-closed)";
+  ASSERT_GT(failing.frames, 30);
+  EXPECT_EQ(failing.mosaic, failing.frames) << "a failing detector: whole-frame mosaic (fail-closed)";
+  EXPECT_LT(healed.mosaic, healed.frames / 4) << "recovered detection pixelates faces only";
+  Reply st = server.Call("GET", "/v1/sessions/f/stats");
+  EXPECT_GE(st.body["fail_closed_frames"].get<int>(), stalled.frames + failing.frames - 10);
+  const Reply m = server.Call("GET", "/metrics");
+  EXPECT_NE(m.text.find("veil_session_fail_closed_frames_total{session=\"f\"}"), std::string::npos);
+  EXPECT_EQ(server.Stop(), 0);
+}
+
+TEST(Server, EndsSessionsWhosePublisherStopsAndEnforcesTheLimit) {
+  ASSERT_GT(Source().frames, 100);  // loaded before the clock starts
+  ServerProcess server({"--set", "server.publisher_timeout_ms=800", "--set", "server.start_timeout_ms=1500",
+                        "--max-sessions", "2"});
+  ASSERT_TRUE(server.ok()) << server.log();
+  auto log = std::make_shared<SentLog>();
+  const json p = CreateSession(server, {{"id", "p"}});
+  CreateSession(server, {{"id", "idle"}});
+  Reply full = server.Call("POST", "/v1/sessions", R"({"id":"x"})");
+  EXPECT_EQ(full.status, 503);
+  EXPECT_NE(full.body["error"].get<std::string>().find("session limit"), std::string::npos);
+  EXPECT_EQ(full.headers.count("Retry-After"), 1u);
+  EXPECT_EQ(server.Call("GET", "/readyz").status, 503);
+  {
+    Feed feed(p, log, 1.0);
+    SleepMs(1200);
+  }
+  // Both end on their own: p 0.8 s after its last packet, idle 1.5 s after creation.
+  for (int i = 0; i < 60 && server.Call("GET", "/v1/sessions").body["sessions"].size() > 0; ++i) SleepMs(100);
+  EXPECT_EQ(server.Call("GET", "/v1/sessions").body["sessions"].size(), 0u);
+  std::string reasons;
+  const Reply events = server.Call("GET", "/v1/events");
+  for (const auto& e : events.body["events"])
+    if (e["type"] == "session_ended") reasons += e["session"].get<std::string>() + ":" + e["detail"].get<std::string>() + "\n";
+  EXPECT_NE(reasons.find("p:reason=publisher_timeout"), std::string::npos) << reasons;
+  EXPECT_NE(reasons.find("idle:reason=start_timeout"), std::string::npos) << reasons;
+  EXPECT_EQ(server.Call("GET", "/readyz").status, 200);
+  // Room again; SIGTERM with a live session drains it and exits cleanly.
+  const json again = CreateSession(server, {{"id", "again"}});
+  Feed feed(again, log);
+  SleepMs(500);
+  EXPECT_EQ(server.Stop(SIGTERM), 0);
+  EXPECT_NE(server.log().find("session=again reason=shutdown"), std::string::npos) << server.log();
+}
+
+TEST(Server, MalformedRequestsGetClearErrors) {
+  ServerProcess server({});
+  ASSERT_TRUE(server.ok()) << server.log();
+  struct Case {
+    const char* method;
+    std::string path, body;
+    int status;
+    const char* says;
+  };
+  const std::vector<Case> cases = {
+      {"POST", "/v1/sessions", "{not json", 400, "not a JSON object"},
+      {"POST", "/v1/sessions", "[1,2]", 400, "not a JSON object"},
+      {"POST", "/v1/sessions", R"({"codec":"vp8","colour":"red"})", 400, "unknown field 'colour'"},
+      {"POST", "/v1/sessions", R"({"id":"../etc"})", 400, "session id"},
+      {"POST", "/v1/sessions", R"({"id":7})", 400, "must be a string"},
+      {"POST", "/v1/sessions", R"({"codec":"av1"})", 400, "codec must be vp8 or h264"},
+      {"POST", "/v1/sessions", R"({"mode":"blurry"})", 400, "mode"},
+      {"POST", "/v1/sessions", std::string(70000, ' '), 413, "too large"},
+      {"GET", "/v1/sessions/nope", "", 404, "no session 'nope'"},
+      {"DELETE", "/v1/sessions/nope", "", 404, "no session"},
+      {"GET", "/v1/nothing", "", 404, "no route"},
+      {"PUT", "/v1/sessions/ok/privacy", R"({"mode":"off"})", 400, "mode"},
+      {"PUT", "/v1/sessions/ok/privacy", R"({})", 400, "'mode' is required"},
+      {"POST", "/v1/sessions/ok/viewers", R"({"video_port":0})", 400, "port"},
+      {"POST", "/v1/sessions/ok/viewers", R"({"video_port":70000})", 400, "port"},
+      {"POST", "/v1/sessions/ok/viewers", R"({"video_port":"5000"})", 400, "port"},
+      {"POST", "/v1/sessions/ok/viewers", R"({"host":"localhost","video_port":5000})", 400, "numeric IPv4"},
+      {"POST", "/v1/sessions/ok/viewers", R"({"host":"10.1.2.3","video_port":5000})", 403, "loopback"},
+      {"POST", "/v1/sessions/ok/viewers", R"({"host":"224.0.0.1","video_port":5000})", 400, "unicast"},
+      {"DELETE", "/v1/sessions/ok/viewers/v9", "", 404, "no viewer"},
+      {"PUT", "/v1/debug/inference", R"({"stall":true})", 404, "fault injection is off"},
+      {"GET", "/v1/events?after=x", "", 400, "sequence number"},
+  };
+  CreateSession(server, {{"id", "ok"}});
+  EXPECT_EQ(server.Call("POST", "/v1/sessions", R"({"id":"ok"})").status, 409);
+  for (const Case& c : cases) {
+    Reply r = server.Call(c.method, c.path, c.body);
+    EXPECT_EQ(r.status, c.status) << c.method << " " << c.path << " " << c.body.substr(0, 60) << " -> " << r.text;
+    EXPECT_NE(r.text.find(c.says), std::string::npos) << c.method << " " << c.path << " -> " << r.text;
+  }
+  EXPECT_EQ(server.Call("GET", "/healthz").status, 200);
+  EXPECT_EQ(server.Call("DELETE", "/v1/sessions/ok").status, 204);
+  EXPECT_EQ(server.Stop(), 0);
+
+  // A token guards the API (not the health probes).
+  const std::string token = "test-token-0123456789";
+  ServerProcess guarded({"--token", token});
+  ASSERT_TRUE(guarded.ok()) << guarded.log();
+  EXPECT_EQ(guarded.Call("GET", "/v1/sessions").status, 401);
+  EXPECT_EQ(guarded.Call("GET", "/metrics").status, 401);
+  EXPECT_EQ(guarded.Call("GET", "/v1/sessions", "", {{"Authorization", "Bearer wrong-token-0123456789"}}).status, 401);
+  EXPECT_EQ(guarded.Call("GET", "/v1/sessions", "", {{"Authorization", "Bearer " + token}}).status, 200);
+  EXPECT_EQ(guarded.Call("GET", "/healthz").status, 200);
+  EXPECT_EQ(guarded.Stop(), 0);
+
+  // Start-up refusals: a non-loopback address without a token, unknown keys.
+  RunResult r = RunVeil("serve --listen 0.0.0.0:0");
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.out.find("set server.token"), std::string::npos) << r.out;
+  r = RunVeil("serve --set server.listne=127.0.0.1:0");
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.out.find("unknown config key 'server.listne'"), std::string::npos) << r.out;
+  r = RunVeil("serve --max-sessions 0");
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.out.find("server.max_sessions must be in [1, 1024]"), std::string::npos) << r.out;
+  r = RunVeil("serve --listen 127.0.0.1:0 --max-batch 4 --print-config");
+  EXPECT_EQ(r.rc, 0);
+  EXPECT_NE(r.out.find("max_batch = 4  # flag"), std::string::npos) << r.out;
+}
+
+TEST(Server, GarbageRtpHurtsNoSession) {
+  ASSERT_GT(Source().frames, 100);  // loaded before the clock starts
+  ServerProcess server({});
+  ASSERT_TRUE(server.ok()) << server.log();
+  auto good_log = std::make_shared<SentLog>(), bad_log = std::make_shared<SentLog>();
+  const json good = CreateSession(server, {{"id", "good"}});
+  const json bad = CreateSession(server, {{"id", "bad"}});
+  Watch wg("vp8", good_log), wb("vp8", bad_log);
+  AddViewer(server, "good", wg.port());
+  AddViewer(server, "bad", wb.port());
+  const double t0 = NowMs();
+  Feed fg(good, good_log, 9);
+  {
+    // 3 s of garbage at the bad session: random datagrams, RTP with random
+    // (truncated VP8) payloads, and RTP with huge sequence and timestamp jumps.
+    auto sock = UdpSocket::Bind("127.0.0.1", 0);
+    ASSERT_TRUE(sock.ok());
+    sockaddr_in to{};
+    ASSERT_TRUE(ParseEndpoint("127.0.0.1", bad["ingest"]["video_port"], &to).ok());
+    uint8_t buf[1500];
+    uint16_t seq = 1;
+    uint32_t ts = 0;
+    for (int i = 0; i < 3000; ++i) {
+      const size_t n = 1 + size_t(i * 7919) % sizeof buf;
+      if (getrandom(buf, n, 0) < 0) break;
+      if (i % 3 != 0 && n >= 12) {
+        buf[0] = 0x80;
+        buf[1] = uint8_t((i % 2 ? 0x80 : 0) | 96);
+        seq = uint16_t(seq + (i % 3 == 2 ? 20000 : 1));
+        ts += (i % 3 == 2 ? 0x40000000u : 3000u);
+        buf[2] = uint8_t(seq >> 8);
+        buf[3] = uint8_t(seq);
+        for (int k = 0; k < 4; ++k) buf[4 + k] = uint8_t(ts >> (24 - 8 * k));
+      }
+      sock->SendTo(to, buf, n);
+      if (i % 10 == 0) SleepMs(10);
+    }
+  }
+  // Then a real stream: the bad session recovers.
+  const double real_from = NowMs();
+  Feed fb(bad, bad_log, 4);
+  SleepMs(std::max(0.0, t0 + 9500 - NowMs()));
+  EXPECT_TRUE(server.alive());
+  EXPECT_EQ(server.Call("GET", "/healthz").status, 200);
+  const auto cg = wg.checks();
+  const double ratio = DeliveredRatio(*good_log, cg, t0 + 1000, t0 + 8500);
+  const Summary bad_after = Summarize(wb.checks(), real_from, 1e300);
+  const Reply st = server.Call("GET", "/v1/sessions/bad/stats");
+  std::printf("good session delivered %.3f of sent while the other got garbage; bad session then received %d frames "
+              "(decode errors %d)\n",
+              ratio, bad_after.frames, st.body["decode_errors"].get<int>());
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+  EXPECT_GE(ratio, 0.95);
+#endif
+  EXPECT_EQ(Summarize(cg, 0, 1e300).leaked, 0);
+  EXPECT_GT(bad_after.frames, 60) << "the session that got garbage must work once real video arrives";
+  EXPECT_EQ(bad_after.leaked, 0);
+  EXPECT_EQ(server.Stop(), 0);
+}
+
+}  // namespace
+}  // namespace veil::test

@@ -1,0 +1,177 @@
+// Test harness for the live server: the source clip's faces (found once with
+// YuNet, kept as luma crops), publishers that remember which source frame
+// each RTP timestamp carried, and viewers that check every received frame
+// against the source: faces whose detail survived (leaks) and whether the
+// whole frame is a mosaic.
+#pragma once
+#include <map>
+#include <memory>
+#include <mutex>
+#include <variant>
+#include <vector>
+
+#include "client/rtp_publisher.h"
+#include "client/rtp_viewer.h"
+#include "core/clock.h"
+#include "face_check.h"
+#include "media/reader.h"
+#include "server_process.h"
+#include "vision/detector.h"
+#include "vision/preprocess.h"
+
+namespace veil::test {
+
+struct SourceFace {
+  cv::Rect roi;
+  cv::Mat y;  // the source's luma over roi
+};
+
+struct SourceClip {
+  ClipPtr clip;
+  std::vector<std::vector<SourceFace>> faces;  // per frame
+  int frames = 0;
+};
+
+// The 720p30 VP8 clip with faces, and its faces (YuNet at 640x360, score >= 0.6).
+inline const SourceClip& Source() {
+  static const SourceClip s = [] {
+    SourceClip c;
+    const std::string path = Media("sample_720p30.ivf");
+    auto clip = LoadClip(path);
+    EXPECT_TRUE(clip.ok()) << clip.error();
+    if (clip.ok()) c.clip = *clip;
+    auto det = LoadDetector({});
+    auto r = MediaReader::Open(path);
+    EXPECT_TRUE(det.ok() && r.ok());
+    if (!det.ok() || !r.ok()) return c;
+    cv::Mat bgr;
+    for (;;) {
+      ReadItem it = (*r)->Next();
+      if (std::holds_alternative<EndOfStream>(it)) break;
+      auto* f = std::get_if<FramePtr>(&it);
+      if (!f) continue;
+      const Frame& src = **f;
+      const cv::Size small = FitSize(src.width, src.height, {640, 360});
+      DownscaleToBgr(src, small, bgr);
+      std::vector<SourceFace> faces;
+      auto res = (*det)->Detect({bgr}, 0.6f);
+      if (res.ok())
+        for (const auto& d : res->front()) {
+          const Box b = d.box.Scaled(float(src.width) / small.width, float(src.height) / small.height);
+          const cv::Rect roi = ClipBox(b, src.width, src.height);
+          if (roi.width < 16) continue;
+          faces.push_back({roi, LumaOf(src)(roi).clone()});
+        }
+      c.faces.push_back(std::move(faces));
+    }
+    c.frames = int(c.faces.size());
+    return c;
+  }();
+  return s;
+}
+
+// RTP timestamp -> (source frame index, send time), filled by a Feed.
+struct SentLog {
+  std::mutex mu;
+  std::map<uint32_t, std::pair<int, double>> sent;
+  int count = 0;
+};
+
+// Publishes the source clip (looping) to a session's ingest ports.
+class Feed {
+ public:
+  Feed(const json& session, std::shared_ptr<SentLog> log, double seconds = 0) : log_(std::move(log)) {
+    PublisherConfig pc;
+    pc.host = session["ingest"]["host"];
+    pc.video_port = session["ingest"]["video_port"];
+    pc.seconds = seconds;
+    const int n = Source().frames;
+    auto p = RtpPublisher::Start(Source().clip, pc, [l = log_, n](uint32_t ts, double ms) {
+      std::lock_guard lk(l->mu);
+      l->sent[ts] = {l->count++ % n, ms};
+    });
+    EXPECT_TRUE(p.ok()) << p.error();
+    if (p.ok()) pub_ = std::move(*p);
+  }
+  void Stop() {
+    if (pub_) pub_->Stop();
+  }
+  PublisherStats stats() const { return pub_ ? pub_->stats() : PublisherStats{}; }
+
+ private:
+  std::shared_ptr<SentLog> log_;
+  std::unique_ptr<RtpPublisher> pub_;
+};
+
+struct FrameCheck {
+  int index = -1;          // source frame
+  double sent_ms = 0, arrival_ms = 0;
+  int faces = 0, leaked = 0;
+  double grad = 0;         // mean |dY/dx| inside 40 px cells: ~0 for a whole-frame mosaic
+};
+
+// Mean absolute horizontal luma step inside the cells of a whole-frame
+// mosaic (cell `cell`, aligned at 0): near 0 when the frame is one, several
+// grey levels for a picture.
+inline double InCellGradient(const Frame& f, int cell = 40) {
+  double sum = 0;
+  int n = 0;
+  for (int y = 0; y < f.height; y += 7) {
+    const uint8_t* row = f.y.data + size_t(y) * f.y.stride;
+    for (int x = 0; x + 1 < f.width; ++x) {
+      if ((x + 1) % cell == 0) continue;
+      sum += std::abs(int(row[x + 1]) - int(row[x]));
+      ++n;
+    }
+  }
+  return n ? sum / n : 0;
+}
+
+// A viewer that decodes and checks every frame it receives.
+class Watch {
+ public:
+  Watch(const std::string& codec, std::shared_ptr<SentLog> log) : log_(std::move(log)) {
+    ViewerConfig vc;
+    vc.codec = codec;
+    vc.decode = true;
+    vc.audio = false;
+    auto v = RtpViewer::Start(vc, [this](const FramePtr& f, uint32_t ts, double arrival) { Check(*f, ts, arrival); });
+    EXPECT_TRUE(v.ok()) << v.error();
+    if (v.ok()) viewer_ = std::move(*v);
+  }
+  ~Watch() { viewer_.reset(); }  // no callback may run into the members below
+  int port() const { return viewer_ ? viewer_->video_port() : 0; }
+  std::vector<FrameCheck> checks() {
+    std::lock_guard lk(mu_);
+    return checks_;
+  }
+  void Close() { viewer_.reset(); }
+
+ private:
+  void Check(const Frame& f, uint32_t ts, double arrival) {
+    FrameCheck c;
+    {
+      std::lock_guard lk(log_->mu);
+      auto it = log_->sent.find(ts);
+      if (it == log_->sent.end()) return;
+      c.index = it->second.first;
+      c.sent_ms = it->second.second;
+    }
+    c.arrival_ms = arrival;
+    const auto& faces = Source().faces[size_t(c.index)];
+    for (const SourceFace& sf : faces) {
+      ++c.faces;
+      const double corr = DetailCorrelation(sf.y, LumaOf(f)(sf.roi));
+      c.leaked += corr >= kLeakCorrelation;
+    }
+    c.grad = InCellGradient(f);
+    std::lock_guard lk(mu_);
+    checks_.push_back(c);
+  }
+  std::shared_ptr<SentLog> log_;
+  std::unique_ptr<RtpViewer> viewer_;
+  std::mutex mu_;
+  std::vector<FrameCheck> checks_;
+};
+
+}  // namespace veil::test

@@ -1,0 +1,85 @@
+// Fan-out to viewers: a slow viewer drops (counted) and restarts at a
+// keyframe; the fast viewers and the publisher never wait for it.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include "core/clock.h"
+#include "transport/rtp/fanout.h"
+
+namespace veil {
+namespace {
+
+RtpFramePtr MakeRtpFrame(uint32_t ts, bool key) {
+  auto f = std::make_shared<RtpFrame>();
+  f->rtp_ts = ts;
+  f->keyframe = key;
+  f->packets.push_back(std::vector<uint8_t>(100, uint8_t(ts)));
+  return f;
+}
+
+TEST(Fanout, SlowViewerDropsToTheNextKeyframeAndNobodyWaits) {
+  std::atomic<int> drops_reported{0};
+  std::mutex mu;
+  std::vector<uint32_t> fast_got, slow_got;
+  Fanout fan(4, {}, [&] { ++drops_reported; });
+  ASSERT_TRUE(fan.Add("fast", [&](const RtpFrame& f) {
+                   std::lock_guard lk(mu);
+                   fast_got.push_back(f.rtp_ts);
+                   return true;
+                 }).ok());
+  ASSERT_TRUE(fan.Add("slow", [&](const RtpFrame& f) {
+                   std::this_thread::sleep_for(std::chrono::milliseconds(30));
+                   std::lock_guard lk(mu);
+                   slow_got.push_back(f.rtp_ts);
+                   return true;
+                 }).ok());
+  EXPECT_FALSE(fan.Add("fast", [](const RtpFrame&) { return true; }).ok());
+  double worst_publish_ms = 0;
+  for (uint32_t i = 0; i < 100; ++i) {  // a keyframe every 10 frames, one every 2 ms
+    const double t0 = NowMs();
+    fan.Publish(MakeRtpFrame(i, i % 10 == 0));
+    worst_publish_ms = std::max(worst_publish_ms, NowMs() - t0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const auto stats = fan.Stats();
+  std::lock_guard lk(mu);
+  EXPECT_EQ(fast_got.size(), 100u) << "the fast viewer got every frame";
+  EXPECT_EQ(stats.at("fast").frames_dropped, 0u);
+  EXPECT_GT(stats.at("slow").frames_dropped, 50u);
+  EXPECT_EQ(stats.at("slow").frames_dropped + stats.at("slow").frames_sent + stats.at("slow").queued, 100u)
+      << "every frame is either sent, queued or counted as dropped";
+  EXPECT_GT(drops_reported.load(), 0);
+  EXPECT_EQ(fan.total_dropped(), stats.at("slow").frames_dropped);
+  EXPECT_LT(worst_publish_ms, 20.0) << "publishing never waits for a viewer";
+  // After a drop the slow viewer restarts at a keyframe: each run of frames it got is contiguous from a keyframe.
+  ASSERT_FALSE(slow_got.empty());
+  EXPECT_EQ(slow_got[0] % 10, 0u);
+  for (size_t i = 1; i < slow_got.size(); ++i)
+    if (slow_got[i] != slow_got[i - 1] + 1) {
+      EXPECT_EQ(slow_got[i] % 10, 0u) << "resumed on a non-key frame";
+    }
+}
+
+TEST(Fanout, NewViewerStartsAtAKeyframeAndRemovalStopsIt) {
+  std::atomic<int> got{0};
+  Fanout fan(8, {}, {});
+  fan.Publish(MakeRtpFrame(0, true));  // nobody yet
+  ASSERT_TRUE(fan.Add("v", [&](const RtpFrame&) { return ++got, true; }).ok());
+  fan.Publish(MakeRtpFrame(1, false));  // not decodable without the keyframe: skipped
+  fan.Publish(MakeRtpFrame(2, true));
+  fan.Publish(MakeRtpFrame(3, false));
+  for (int i = 0; i < 100 && got < 2; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_EQ(got.load(), 2);
+  EXPECT_EQ(fan.Stats().at("v").frames_dropped, 1u);
+  EXPECT_TRUE(fan.Remove("v"));
+  EXPECT_FALSE(fan.Remove("v"));
+  fan.Publish(MakeRtpFrame(4, true));
+  EXPECT_EQ(fan.size(), 0u);
+}
+
+}  // namespace
+}  // namespace veil
