@@ -14,7 +14,7 @@ if [ ! -f "$video/tears_of_steel_actors_640x360.mp4" ]; then
 fi
 mkdir -p "$out"
 ff() { ffmpeg -nostdin -hide_banner -loglevel error -y "$@"; }
-stamp="$out/.stamp-v3"
+stamp="$out/.stamp-v4"
 if [ -f "$stamp" ]; then exit 0; fi
 
 tos="$video/tears_of_steel_actors_640x360.mp4"
@@ -26,6 +26,9 @@ ff -i "$tos" -vf "scale=1280:720:flags=bicubic,fps=30" -c:v libvpx -b:v 2500k -d
 ff -i "$tos" -f lavfi -i "sine=frequency=440:sample_rate=48000" -t 3 \
    -vf "scale=1280:720,fps=30" -c:v libvpx -b:v 2000k -deadline realtime -cpu-used -8 -threads 1 \
    -c:a libopus -b:a 64k -shortest "$out/sample_opus.webm"
+# 720p30 H.264 (no B-frames, as a live encoder sends), 4 s: H.264 live sessions.
+ff -i "$tos" -t 4 -vf "scale=1280:720:flags=bicubic,fps=30" -c:v libx264 -preset veryfast -tune zerolatency \
+   -pix_fmt yuv420p -g 60 "$out/sample_720p30_h264.mkv"
 # H.264 + AAC in MP4 and H.264 in MKV (from the webcam clip).
 ff -i "$asl" -f lavfi -i "sine=frequency=660:sample_rate=48000" -t 3 -c:v libx264 -preset veryfast \
    -pix_fmt yuv420p -c:a aac -b:a 96k -shortest "$out/sample_h264_aac.mp4"

@@ -32,11 +32,9 @@ struct SourceClip {
   int frames = 0;
 };
 
-// The 720p30 VP8 clip with faces, and its faces (YuNet at 640x360, score >= 0.6).
-inline const SourceClip& Source() {
-  static const SourceClip s = [] {
+inline SourceClip LoadSourceClip(const std::string& path) {
+  {
     SourceClip c;
-    const std::string path = Media("sample_720p30.ivf");
     auto clip = LoadClip(path);
     EXPECT_TRUE(clip.ok()) << clip.error();
     if (clip.ok()) c.clip = *clip;
@@ -66,8 +64,18 @@ inline const SourceClip& Source() {
     }
     c.frames = int(c.faces.size());
     return c;
-  }();
-  return s;
+  }
+}
+
+// A test clip with faces (default: the 720p30 VP8 clip), and its faces
+// (YuNet at 640x360, score >= 0.6), loaded once per clip.
+inline const SourceClip& Source(const std::string& name = "sample_720p30.ivf") {
+  static std::mutex mu;
+  static std::map<std::string, std::unique_ptr<SourceClip>> cache;
+  std::lock_guard lk(mu);
+  auto& c = cache[name];
+  if (!c) c = std::make_unique<SourceClip>(LoadSourceClip(Media(name)));
+  return *c;
 }
 
 // RTP timestamp -> (source frame index, send time), filled by a Feed.
@@ -80,13 +88,15 @@ struct SentLog {
 // Publishes the source clip (looping) to a session's ingest ports.
 class Feed {
  public:
-  Feed(const json& session, std::shared_ptr<SentLog> log, double seconds = 0) : log_(std::move(log)) {
+  Feed(const json& session, std::shared_ptr<SentLog> log, double seconds = 0, const SourceClip& src = Source())
+      : log_(std::move(log)) {
     PublisherConfig pc;
     pc.host = session["ingest"]["host"];
     pc.video_port = session["ingest"]["video_port"];
     pc.seconds = seconds;
-    const int n = Source().frames;
-    auto p = RtpPublisher::Start(Source().clip, pc, [l = log_, n](uint32_t ts, double ms) {
+    pc.audio_port = session["ingest"]["audio_port"];
+    const int n = src.frames;
+    auto p = RtpPublisher::Start(src.clip, pc, [l = log_, n](uint32_t ts, double ms) {
       std::lock_guard lk(l->mu);
       l->sent[ts] = {l->count++ % n, ms};
     });
@@ -130,7 +140,8 @@ inline double InCellGradient(const Frame& f, int cell = 40) {
 // A viewer that decodes and checks every frame it receives.
 class Watch {
  public:
-  Watch(const std::string& codec, std::shared_ptr<SentLog> log) : log_(std::move(log)) {
+  Watch(const std::string& codec, std::shared_ptr<SentLog> log, const SourceClip& src = Source())
+      : log_(std::move(log)), src_(&src) {
     ViewerConfig vc;
     vc.codec = codec;
     vc.decode = true;
@@ -158,7 +169,7 @@ class Watch {
       c.sent_ms = it->second.second;
     }
     c.arrival_ms = arrival;
-    const auto& faces = Source().faces[size_t(c.index)];
+    const auto& faces = src_->faces[size_t(c.index)];
     for (const SourceFace& sf : faces) {
       ++c.faces;
       const double corr = DetailCorrelation(sf.y, LumaOf(f)(sf.roi));
@@ -169,6 +180,7 @@ class Watch {
     checks_.push_back(c);
   }
   std::shared_ptr<SentLog> log_;
+  const SourceClip* src_;
   std::unique_ptr<RtpViewer> viewer_;
   std::mutex mu_;
   std::vector<FrameCheck> checks_;

@@ -21,6 +21,28 @@ using json = nlohmann::json;
 
 void Sleep(int ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
 
+// A human-readable account of what the viewer got and what the server did (stderr).
+void PrintViewSummary(const ViewerCounters& c, double span_s, const json& st) {
+  std::fprintf(stderr, "veil view: received %llu frames in %.1f s (%.1f fps), %llu keyframes, %llu audio packets, "
+                       "%llu RTP packets lost\n",
+               (unsigned long long)c.frames, span_s, span_s > 0 ? double(c.frames - 1) / span_s : 0.0,
+               (unsigned long long)c.keyframes, (unsigned long long)c.audio_packets, (unsigned long long)c.rtp.lost);
+  if (!st.is_object()) return;
+  std::fprintf(stderr, "server: mode %s, received %.1f fps, sent %.1f fps, %d frames in, %d out, %d stale drops, "
+                       "%d fail-closed frames, %d detections\n",
+               st.value("mode", "").c_str(), st.value("received_fps", 0.0), st.value("sent_fps", 0.0),
+               st.value("frames_received", 0), st.value("frames_sent", 0), st.value("stale_drops", 0),
+               st.value("fail_closed_frames", 0), st.value("detections_run", 0));
+  if (!st.contains("stages_ms")) return;
+  std::fprintf(stderr, "  %-11s %8s %8s %8s\n", "stage", "mean ms", "p50 ms", "p99 ms");
+  for (const char* k : {"queue_wait", "decode", "preprocess", "detect", "track", "mosaic", "encode", "send", "processing"}) {
+    if (!st["stages_ms"].contains(k)) continue;
+    const json& g = st["stages_ms"][k];
+    std::fprintf(stderr, "  %-11s %8.2f %8.2f %8.2f\n", k, g.value("mean_ms", 0.0), g.value("p50_ms", 0.0),
+                 g.value("p99_ms", 0.0));
+  }
+}
+
 }  // namespace
 
 void RegisterPublish(CLI::App& app, int* rc) {
@@ -142,6 +164,10 @@ void RegisterView(CLI::App& app, int* rc) {
       const double last = c.last_ms > 0 ? c.last_ms : start;
       if (now - last > o->idle_s * 1000) break;
     }
+    // The server's view of the session, for the summary (absent if it ended already).
+    json server_stats;
+    if (auto st = (*api)->Call("GET", "/v1/sessions/" + o->session + "/stats"); st && st->status == 200)
+      server_stats = st->body;
     (*api)->Call("DELETE", "/v1/sessions/" + o->session + "/viewers/" + vid);  // gone already if the session ended
     const ViewerCounters c = (*viewer)->counters();
     viewer->reset();  // closes the recording
@@ -153,9 +179,11 @@ void RegisterView(CLI::App& app, int* rc) {
                               {"bytes", c.bytes},
                               {"audio_packets", c.audio_packets},
                               {"rtp_lost", c.rtp.lost},
-                              {"record", o->record}})
+                              {"record", o->record},
+                              {"server", server_stats}})
                             .dump()
                             .c_str());
+    PrintViewSummary(c, span, server_stats);
     if (c.frames == 0) Fail(rc, 4, "no video received");
   });
 }

@@ -314,6 +314,74 @@ TEST(Server, MalformedRequestsGetClearErrors) {
   EXPECT_NE(r.out.find("max_batch = 4  # flag"), std::string::npos) << r.out;
 }
 
+TEST(Server, H264SessionsAndOpusPassThrough) {
+  const SourceClip& h264 = Source("sample_720p30_h264.mkv");
+  ASSERT_GT(h264.frames, 100);
+  ASSERT_EQ(h264.clip->info.video_codec, "h264");
+  auto opus = LoadClip(Media("sample_opus.webm"));
+  ASSERT_TRUE(opus.ok()) << opus.error();
+  ASSERT_TRUE((*opus)->info.has_opus);
+  ServerProcess server({});
+  ASSERT_TRUE(server.ok()) << server.log();
+  // H.264 in, H.264 out, faces pixelated.
+  auto log = std::make_shared<SentLog>();
+  const json hs = CreateSession(server, {{"id", "h"}, {"codec", "h264"}, {"audio", false}});
+  EXPECT_NE(hs["ingest"]["sdp"].get<std::string>().find("a=rtpmap:96 H264/90000"), std::string::npos);
+  EXPECT_EQ(hs["ingest"]["audio_port"], 0);
+  Watch w("h264", log, h264);
+  AddViewer(server, "h", w.port());
+  // Opus relayed byte for byte to a viewer's audio port.
+  const json as = CreateSession(server, {{"id", "a"}});
+  auto audio_rx = UdpSocket::Bind("127.0.0.1", 0);
+  ASSERT_TRUE(audio_rx.ok());
+  Watch wa("vp8", std::make_shared<SentLog>());
+  Reply v = server.CallJson("POST", "/v1/sessions/a/viewers",
+                            {{"host", "127.0.0.1"}, {"video_port", wa.port()}, {"audio_port", audio_rx->port()}});
+  ASSERT_EQ(v.status, 201) << v.text;
+  EXPECT_NE(v.body["sdp"].get<std::string>().find("a=rtpmap:111 opus/48000/2"), std::string::npos);
+  const double t0 = NowMs();
+  Feed feed(hs, log, 4, h264);
+  PublisherConfig pc;
+  pc.host = "127.0.0.1";
+  pc.video_port = as["ingest"]["video_port"];
+  pc.audio_port = as["ingest"]["audio_port"];
+  pc.loop = false;
+  auto pub = RtpPublisher::Start(*opus, pc);
+  ASSERT_TRUE(pub.ok()) << pub.error();
+  std::vector<std::vector<uint8_t>> got;
+  std::vector<uint8_t> buf(2048);
+  while (NowMs() - t0 < 4500) {
+    const long n = audio_rx->Receive(buf.data(), buf.size(), 50);
+    if (n > 0) got.emplace_back(buf.begin(), buf.begin() + n);
+  }
+  std::vector<const DemuxedPacket*> sent;
+  for (const auto& p : (*opus)->packets)
+    if (p.audio) sent.push_back(&p);
+  ASSERT_FALSE(got.empty());
+  size_t same = 0;
+  for (size_t i = 0; i < got.size() && i < sent.size(); ++i) {
+    ASSERT_GE(got[i].size(), 12u);
+    same += std::equal(got[i].begin() + 12, got[i].end(), sent[i]->data.begin(), sent[i]->data.end());
+    if (i > 0) {  // the publisher's RTP header, untouched: consecutive sequence numbers, payload type 111
+      EXPECT_EQ(uint16_t((got[i][2] << 8 | got[i][3]) - (got[i - 1][2] << 8 | got[i - 1][3])), 1u);
+    }
+    EXPECT_EQ(got[i][1] & 0x7f, 111);
+  }
+  std::printf("opus: %zu of %zu packets relayed, %zu byte-identical; h264: ", got.size(), sent.size(), same);
+  EXPECT_EQ(got.size(), sent.size());
+  EXPECT_EQ(same, got.size());
+  const auto cs = w.checks();
+  const double ratio = DeliveredRatio(*log, cs, t0 + 1000, t0 + 3800);
+  const Summary all = Summarize(cs, 0, 1e300);
+  std::printf("%d frames, delivered %.3f, %d faces, %d leaked\n", all.frames, ratio, all.faces, all.leaked);
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+  EXPECT_GE(ratio, 0.95);
+#endif
+  EXPECT_GT(all.faces, 30);
+  EXPECT_EQ(all.leaked, 0);
+  EXPECT_EQ(server.Stop(), 0);
+}
+
 TEST(Server, GarbageRtpHurtsNoSession) {
   ASSERT_GT(Source().frames, 100);  // loaded before the clock starts
   ServerProcess server({});
