@@ -8,4 +8,5 @@ void RegisterEval(CLI::App& app, int* rc);
 void RegisterServe(CLI::App& app, int* rc);
 void RegisterPublish(CLI::App& app, int* rc);
 void RegisterView(CLI::App& app, int* rc);
+void RegisterLoad(CLI::App& app, int* rc);
 }  // namespace veil::cli

@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "cli/api_client.h"
+#include "client/api_client.h"
 #include "cli/cmd_anonymize.h"
 #include "cli/options.h"
 #include "client/rtp_publisher.h"

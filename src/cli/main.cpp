@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   veil::cli::RegisterServe(app, &rc);
   veil::cli::RegisterPublish(app, &rc);
   veil::cli::RegisterView(app, &rc);
+  veil::cli::RegisterLoad(app, &rc);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

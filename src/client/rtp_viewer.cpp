@@ -105,7 +105,7 @@ void RtpViewer::WriteRecord(const EncodedFrame& f, uint32_t ts) {
 }
 
 void RtpViewer::OnEncoded(EncodedFrame&& f, uint32_t ts) {
-  const double now = f.arrival_ms > 0 ? f.arrival_ms : NowMs();
+  const double now = NowMs();  // the frame is complete (its first packet came at f.arrival_ms)
   if (on_arrival_) on_arrival_(ts, now, f.data.size());
   {
     std::lock_guard lk(mu_);

@@ -1,4 +1,5 @@
-// A small JSON client for veil's control API (veil publish/view, load tool).
+// A small JSON client for veil's control API (veil publish/view, load tool),
+// and Ctrl-C handling for the client commands.
 #pragma once
 #include <memory>
 #include <string>
@@ -11,7 +12,7 @@ namespace httplib {
 class Client;
 }
 
-namespace veil::cli {
+namespace veil {
 
 struct ApiReply {
   int status = 0;  // HTTP status
@@ -26,6 +27,8 @@ class ApiClient {
   ~ApiClient();
   // Transport failure (unreachable, timeout) is an error; HTTP errors come back in ApiReply.
   Result<ApiReply> Call(const std::string& method, const std::string& path, const nlohmann::json& body = nullptr);
+  // A GET whose body is text (e.g. /metrics); an HTTP error status is an error.
+  Result<std::string> CallText(const std::string& method, const std::string& path);
   const std::string& url() const { return url_; }
 
  private:
@@ -38,4 +41,4 @@ class ApiClient {
 void InstallStopHandlers();
 bool StopRequested();
 
-}  // namespace veil::cli
+}  // namespace veil

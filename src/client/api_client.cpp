@@ -1,11 +1,11 @@
-#include "cli/api_client.h"
+#include "client/api_client.h"
 
 #include <httplib.h>
 
 #include <atomic>
 #include <csignal>
 
-namespace veil::cli {
+namespace veil {
 namespace {
 std::atomic<bool> g_stop{false};
 void OnSignal(int) { g_stop = true; }
@@ -62,4 +62,14 @@ Result<ApiReply> ApiClient::Call(const std::string& method, const std::string& p
   return a;
 }
 
-}  // namespace veil::cli
+Result<std::string> ApiClient::CallText(const std::string& method, const std::string& path) {
+  if (method != "GET") return Status::Error("CallText supports GET only");
+  httplib::Headers h;
+  if (!token_.empty()) h.emplace("Authorization", "Bearer " + token_);
+  auto r = http_->Get(path.c_str(), h);
+  if (!r) return Status::Error("cannot reach " + url_ + " (" + httplib::to_string(r.error()) + ")");
+  if (r->status != 200) return Status::Error("GET " + path + ": HTTP " + std::to_string(r->status));
+  return r->body;
+}
+
+}  // namespace veil

@@ -1,0 +1,367 @@
+#include "load/load_runner.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <deque>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "client/api_client.h"
+#include "client/rtp_publisher.h"
+#include "client/rtp_viewer.h"
+#include "core/clock.h"
+#include "load/prom_text.h"
+#include "server/session_manager.h"
+
+namespace veil {
+namespace {
+using json = nlohmann::json;
+
+const char* kStages[] = {"queue_wait", "decode", "preprocess", "detect", "track", "mosaic", "encode", "send"};
+
+double Percentile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t i = std::min(v.size() - 1, size_t(q * double(v.size() - 1) + 0.5));
+  return v[i];
+}
+
+// One session of the stage: publisher, viewer, and the send/receive log.
+struct LoadSession {
+  std::string id;
+  std::unique_ptr<RtpPublisher> pub;
+  std::unique_ptr<RtpViewer> viewer;
+  std::mutex mu;
+  std::unordered_map<uint32_t, double> sent;  // RTP ts -> send time; guarded by mu
+  std::deque<uint32_t> order;                 // eviction order; guarded by mu
+  std::vector<double> latencies;              // in the window; guarded by mu
+  int received = 0, sent_in_window = 0;       // guarded by mu
+  double window_from = 1e300, window_to = 1e300;  // guarded by mu
+  void OnSent(uint32_t ts, double ms) {
+    std::lock_guard lk(mu);
+    sent[ts] = ms;
+    order.push_back(ts);
+    if (order.size() > 1200) {
+      sent.erase(order.front());
+      order.pop_front();
+    }
+    if (ms >= window_from && ms < window_to) ++sent_in_window;
+  }
+  void OnArrival(uint32_t ts, double ms) {
+    std::lock_guard lk(mu);
+    if (ms < window_from || ms >= window_to) return;
+    ++received;
+    auto it = sent.find(ts);
+    if (it != sent.end()) latencies.push_back(ms - it->second);
+  }
+};
+
+}  // namespace
+
+Result<std::vector<int>> ParseStages(const std::string& text) {
+  std::vector<int> out;
+  size_t i = 0;
+  while (i <= text.size()) {
+    const size_t comma = std::min(text.find(',', i), text.size());
+    const std::string t = text.substr(i, comma - i);
+    int n = 0;
+    auto r = std::from_chars(t.data(), t.data() + t.size(), n);
+    if (t.empty() || r.ec != std::errc() || r.ptr != t.data() + t.size())
+      return Status::Error("stages must be a comma-separated list of session counts, got '" + text + "'");
+    out.push_back(n);
+    i = comma + 1;
+  }
+  return out;
+}
+
+Status Validate(const LoadOptions& o) {
+  if (o.stages.empty()) return Status::Error("the stage list is empty");
+  if (o.stages.size() > 32) return Status::Error("at most 32 stages");
+  for (int n : o.stages)
+    if (n < 1 || n > 256) return Status::Error("a stage must have 1..256 sessions, got " + std::to_string(n));
+  if (!(o.stage_seconds >= 2 && o.stage_seconds <= 3600)) return Status::Error("stage seconds must be in [2, 3600]");
+  if (!(o.warmup_seconds >= 0 && o.warmup_seconds < o.stage_seconds))
+    return Status::Error("warm-up must be shorter than the stage");
+  if (!o.mode.empty() && o.mode != "anonymize" && o.mode != "bypass" && o.mode != "full_blur")
+    return Status::Error("mode must be anonymize, bypass or full_blur, got '" + o.mode + "'");
+  return Status::Ok();
+}
+
+json StageResult::ToJson() const {
+  json j = {{"sessions", sessions},
+            {"passed", passed},
+            {"verdict", verdict},
+            {"window_s", window_s},
+            {"received_fps_mean", fps_mean},
+            {"received_fps_worst", fps_worst},
+            {"sent_fps_mean", sent_fps_mean},
+            {"e2e_latency_ms", {{"p50", e2e_p50_ms}, {"p99", e2e_p99_ms}, {"max", e2e_max_ms}}},
+            {"processing_ms", {{"mean", proc_mean_ms}, {"p99", proc_p99_ms}}},
+            {"stale_drop_pct", stale_pct},
+            {"fail_closed_frames", fail_closed},
+            {"viewer_rtp_loss_pct", viewer_loss_pct},
+            {"ingest_rtp_loss_pct", ingest_loss_pct},
+            {"server_cpu_pct", server_cpu_pct},
+            {"tool_cpu_pct", tool_cpu_pct},
+            {"session_fps", session_fps}};
+  for (const auto& [k, v] : stage_mean_ms) j["stage_mean_ms"][k] = v;
+  for (const auto& [k, v] : stage_p99_ms) j["stage_p99_ms"][k] = v;
+  return j;
+}
+
+json LoadRun::ToJson() const {
+  json st = json::array();
+  for (const auto& s : stages) st.push_back(s.ToJson());
+  return {{"label", label}, {"server", server}, {"input", input}, {"mode", mode},
+          {"started", started}, {"stopped", stopped}, {"stages", st}};
+}
+
+Result<LoadRun> RunLoad(const LoadOptions& o, const std::function<void(const std::string&)>& progress) {
+  if (Status s = Validate(o); !s) return s;
+  auto clip = LoadClip(o.input);
+  if (!clip) return clip.status();
+  auto api_r = ApiClient::Create(o.server, o.token);
+  if (!api_r) return api_r.status();
+  ApiClient& api = **api_r;
+  auto text_metrics = [&]() -> Result<std::vector<PromSample>> {
+    auto r = api.CallText("GET", "/metrics");
+    if (!r) return r.status();
+    return ParsePromText(*r);
+  };
+  // Refuse a server that has sessions we did not create (production) unless --force.
+  auto foreign = [&](const std::set<std::string>& ours) -> Result<std::vector<std::string>> {
+    auto r = api.Call("GET", "/v1/sessions");
+    if (!r) return r.status();
+    if (r->status != 200) return Status::Error("GET /v1/sessions: " + r->error());
+    std::vector<std::string> f;
+    for (const auto& s : r->body["sessions"])
+      if (!ours.count(s["id"].get<std::string>())) f.push_back(s["id"]);
+    return f;
+  };
+  auto first = foreign({});
+  if (!first) return first.status();
+  if (!first->empty() && !o.force)
+    return Status::Error("the server has " + std::to_string(first->size()) + " session(s) this tool did not create (" +
+                         (*first)[0] + ", ...): refusing to load a server in use; --force overrides");
+
+  LoadRun run;
+  run.label = o.label;
+  run.server = o.server;
+  run.input = o.input;
+  run.mode = o.mode.empty() ? "server default" : o.mode;
+  run.started = UtcNowIso();
+  // Keyframes staggered across sessions: offsets spread over one GOP.
+  double gop_ms = 2000;
+  {
+    std::vector<int64_t> keys;
+    for (const auto& p : (*clip)->packets)
+      if (!p.audio && p.keyframe) keys.push_back(p.pts_us);
+    if (keys.size() >= 2) gop_ms = double(keys[1] - keys[0]) / 1000.0;
+  }
+  const std::string prefix = "load-" + std::to_string(getpid()) + "-";
+  for (size_t si = 0; si < o.stages.size() && run.stopped.empty(); ++si) {
+    const int n = o.stages[si];
+    StageResult res;
+    res.sessions = n;
+    std::vector<std::unique_ptr<LoadSession>> sessions;
+    std::set<std::string> ours;
+    auto cleanup = [&] {
+      for (auto& s : sessions) {
+        if (s->pub) s->pub->Stop();
+        api.Call("DELETE", "/v1/sessions/" + s->id);
+      }
+      sessions.clear();
+    };
+    // Create the sessions, their viewers and publishers.
+    std::string failure;
+    for (int i = 0; i < n && failure.empty(); ++i) {
+      auto s = std::make_unique<LoadSession>();
+      s->id = prefix + std::to_string(si) + "-" + std::to_string(i);
+      json req = {{"id", s->id}, {"codec", (*clip)->info.video_codec}, {"audio", false}};
+      if (!o.mode.empty()) req["mode"] = o.mode;
+      auto r = api.Call("POST", "/v1/sessions", req);
+      if (!r) {
+        failure = r.error();
+        break;
+      }
+      if (r->status != 201) {
+        failure = "the server refused session " + std::to_string(i + 1) + " of " + std::to_string(n) + ": " + r->error();
+        break;
+      }
+      ours.insert(s->id);
+      LoadSession* raw = s.get();
+      sessions.push_back(std::move(s));
+      ViewerConfig vc;
+      vc.codec = (*clip)->info.video_codec;
+      vc.audio = false;
+      auto v = RtpViewer::Start(vc, {}, [raw](uint32_t ts, double ms, size_t) { raw->OnArrival(ts, ms); });
+      if (!v) {
+        failure = v.error();
+        break;
+      }
+      raw->viewer = std::move(*v);
+      auto vr = api.Call("POST", "/v1/sessions/" + raw->id + "/viewers",
+                         {{"host", "127.0.0.1"}, {"video_port", raw->viewer->video_port()}});
+      if (!vr || vr->status != 201) {
+        failure = "cannot add a viewer: " + (vr ? vr->error() : vr.error());
+        break;
+      }
+      PublisherConfig pc;
+      pc.host = r->body["ingest"]["host"];
+      pc.video_port = r->body["ingest"]["video_port"];
+      pc.start_delay_ms = gop_ms * double(i) / double(n);
+      auto p = RtpPublisher::Start(*clip, pc, [raw](uint32_t ts, double ms) { raw->OnSent(ts, ms); });
+      if (!p) {
+        failure = p.error();
+        break;
+      }
+      raw->pub = std::move(*p);
+    }
+    if (!failure.empty()) {
+      cleanup();
+      res.verdict = failure;
+      run.stages.push_back(res);
+      run.stopped = failure;
+      break;
+    }
+    // Warm-up, then the measured window.
+    const double t_start = NowMs();
+    const double t_warm = t_start + o.warmup_seconds * 1000, t_end = t_start + o.stage_seconds * 1000;
+    for (auto& s : sessions) {
+      std::lock_guard lk(s->mu);
+      s->window_from = t_warm;
+      s->window_to = t_end;
+    }
+    std::vector<PromSample> m0;
+    std::vector<ViewerCounters> v0;
+    double tool_cpu0 = 0, wall0 = 0;
+    bool measured = false;
+    double last_check = 0, last_progress = 0;
+    while (NowMs() < t_end) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(250));
+      if (StopRequested()) {
+        run.stopped = "interrupted (Ctrl-C)";
+        break;
+      }
+      if (!measured && NowMs() >= t_warm) {
+        auto m = text_metrics();
+        if (!m) {
+          run.stopped = m.error();
+          break;
+        }
+        m0 = std::move(*m);
+        for (auto& s : sessions) v0.push_back(s->viewer->counters());
+        tool_cpu0 = ProcessCpuMs();
+        wall0 = NowMs();
+        measured = true;
+      }
+      if (NowMs() - last_check > 1000) {
+        last_check = NowMs();
+        auto f = foreign(ours);
+        if (f && !f->empty() && !o.force) {
+          run.stopped = "session " + (*f)[0] + " appeared on the server mid-run (not ours): stage stopped";
+          break;
+        }
+        if (progress && NowMs() - last_progress >= 5000 - 1) {
+          last_progress = NowMs();
+          progress(fmt::format("stage {}/{}: {} sessions, {:.0f}/{:.0f} s{}", si + 1, o.stages.size(), n,
+                               (NowMs() - t_start) / 1000, o.stage_seconds, measured ? "" : " (warm-up)"));
+        }
+      }
+    }
+    if (!run.stopped.empty() || !measured) {
+      cleanup();
+      if (run.stopped.empty()) run.stopped = "the stage ended before its warm-up did";
+      res.verdict = run.stopped;
+      run.stages.push_back(res);
+      break;
+    }
+    auto m1r = text_metrics();
+    const double wall1 = NowMs(), tool_cpu1 = ProcessCpuMs();
+    std::vector<ViewerCounters> v1;
+    for (auto& s : sessions) v1.push_back(s->viewer->counters());
+    for (auto& s : sessions) s->pub->Stop();
+    if (!m1r) {
+      cleanup();
+      return m1r.status();
+    }
+    const std::vector<PromSample>& m1 = *m1r;
+    const double window_s = (wall1 - wall0) / 1000.0;
+    res.window_s = window_s;
+    // Client side: FPS and end-to-end latency.
+    std::vector<double> lat;
+    double fps_sum = 0, sent_sum = 0, lost = 0, pk = 0;
+    res.fps_worst = 1e9;
+    for (size_t i = 0; i < sessions.size(); ++i) {
+      LoadSession& s = *sessions[i];
+      std::lock_guard lk(s.mu);
+      const double win = (t_end - t_warm) / 1000.0;
+      const double fps = s.received / win;
+      res.session_fps.push_back(fps);
+      fps_sum += fps;
+      sent_sum += s.sent_in_window / win;
+      res.fps_worst = std::min(res.fps_worst, fps);
+      lat.insert(lat.end(), s.latencies.begin(), s.latencies.end());
+      lost += double(v1[i].rtp.lost - v0[i].rtp.lost);
+      pk += double(v1[i].rtp.packets - v0[i].rtp.packets);
+    }
+    res.fps_mean = fps_sum / double(sessions.size());
+    res.sent_fps_mean = sent_sum / double(sessions.size());
+    res.e2e_p50_ms = Percentile(lat, 0.5);
+    res.e2e_p99_ms = Percentile(lat, 0.99);
+    res.e2e_max_ms = lat.empty() ? 0 : *std::max_element(lat.begin(), lat.end());
+    res.viewer_loss_pct = pk + lost > 0 ? 100.0 * lost / (pk + lost) : 0;
+    // Server side: deltas of our sessions' series over the window.
+    HistSnapshot proc;
+    std::map<std::string, HistSnapshot> stage;
+    double in = 0, stale = 0, fc = 0, ingest_lost = 0;
+    for (const auto& id : ours) {
+      const std::map<std::string, std::string> l = {{"session", id}};
+      proc = Merge(proc, Delta(SumHistogram(m1, "veil_session_processing_ms", l), SumHistogram(m0, "veil_session_processing_ms", l)));
+      for (const char* st : kStages) {
+        const std::map<std::string, std::string> ls = {{"session", id}, {"stage", st}};
+        stage[st] = Merge(stage[st], Delta(SumHistogram(m1, "veil_session_stage_ms", ls), SumHistogram(m0, "veil_session_stage_ms", ls)));
+      }
+      auto d = [&](const char* name) { return SumValue(m1, name, l) - SumValue(m0, name, l); };
+      in += d("veil_session_frames_received_total");
+      stale += d("veil_session_stale_drops_total");
+      fc += d("veil_session_fail_closed_frames_total");
+      ingest_lost += d("veil_session_rtp_lost_packets_total");
+    }
+    res.proc_mean_ms = proc.mean();
+    res.proc_p99_ms = proc.Quantile(0.99);
+    // Per frame: a stage that runs on some frames only (detect) is spread over all frames.
+    const double frames = std::max(1.0, stage["encode"].count);
+    for (const char* st : kStages) {
+      res.stage_mean_ms[st] = stage[st].sum / frames;
+      res.stage_p99_ms[st] = stage[st].Quantile(0.99);
+    }
+    res.stale_pct = in > 0 ? 100.0 * stale / in : 0;
+    res.fail_closed = fc;
+    res.ingest_loss_pct = pk > 0 ? 100.0 * ingest_lost / (pk + ingest_lost) : 0;
+    res.server_cpu_pct = 100.0 * (SumValue(m1, "veil_process_cpu_seconds_total") - SumValue(m0, "veil_process_cpu_seconds_total")) / window_s;
+    res.tool_cpu_pct = 100.0 * (tool_cpu1 - tool_cpu0) / (wall1 - wall0);
+    res.passed = res.fps_worst > o.pass_fps && res.proc_p99_ms < o.pass_p99_ms;
+    if (!res.passed)
+      res.verdict = res.fps_worst <= o.pass_fps
+                        ? fmt::format("worst session received {:.1f} fps (pass: > {:.0f})", res.fps_worst, o.pass_fps)
+                        : fmt::format("p99 processing latency {:.1f} ms (pass: < {:.1f})", res.proc_p99_ms, o.pass_p99_ms);
+    cleanup();
+    if (progress)
+      progress(fmt::format("stage {}/{}: {} sessions: {:.1f} fps (worst {:.1f}), p99 processing {:.1f} ms, server CPU {:.0f}% -> {}",
+                           si + 1, o.stages.size(), n, res.fps_mean, res.fps_worst, res.proc_p99_ms, res.server_cpu_pct,
+                           res.passed ? "pass" : "FAIL: " + res.verdict));
+    run.stages.push_back(res);
+    if (!res.passed && !o.all_stages) break;
+  }
+  return run;
+}
+
+}  // namespace veil

@@ -1,0 +1,58 @@
+// veil load: drives a running `veil serve` with N live sessions per stage
+// (paced RTP from a file, looping, keyframes staggered across sessions, one
+// recording-free viewer each) and measures what the field report measured by
+// hand: received FPS, end-to-end latency (frames matched by RTP timestamp,
+// which the server preserves), the server's processing latency and per-stage
+// breakdown (from /metrics deltas over the measured window), stale drops,
+// fail-closed frames, RTP loss, and CPU of the server and of the tool itself.
+#pragma once
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/status.h"
+
+namespace veil {
+
+struct LoadOptions {
+  std::string server = "http://127.0.0.1:8080", token, input, mode;  // mode "": the server's default
+  std::vector<int> stages = {2, 4, 8, 12};
+  double stage_seconds = 40, warmup_seconds = 5;
+  bool all_stages = false, force = false;
+  double pass_fps = 25, pass_p99_ms = 33.3;  // the field report's pass mark
+  std::string label;                          // names the configuration in tables
+};
+// Checks the options (stage list, durations) without touching the server.
+Status Validate(const LoadOptions& o);
+Result<std::vector<int>> ParseStages(const std::string& text);
+
+struct StageResult {
+  int sessions = 0;
+  bool passed = false;
+  std::string verdict;  // why it failed or stopped ("" when it passed)
+  double window_s = 0;
+  double fps_mean = 0, fps_worst = 0, sent_fps_mean = 0;
+  double e2e_p50_ms = 0, e2e_p99_ms = 0, e2e_max_ms = 0;
+  double proc_mean_ms = 0, proc_p99_ms = 0;
+  double stale_pct = 0, fail_closed = 0, viewer_loss_pct = 0, ingest_loss_pct = 0;
+  double server_cpu_pct = 0, tool_cpu_pct = 0;
+  std::map<std::string, double> stage_mean_ms, stage_p99_ms;  // server stages, per frame
+  std::vector<double> session_fps;
+  nlohmann::json ToJson() const;
+};
+
+struct LoadRun {
+  std::string label, server, input, mode, started;
+  std::vector<StageResult> stages;
+  std::string stopped;  // non-empty when the run ended early (Ctrl-C, foreign session, refusal)
+  nlohmann::json ToJson() const;
+};
+
+// Runs the stages in order; stops after the first failing one unless
+// all_stages. Deletes every session it created, also when stopped.
+Result<LoadRun> RunLoad(const LoadOptions& o, const std::function<void(const std::string&)>& progress);
+
+}  // namespace veil

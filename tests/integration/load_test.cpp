@@ -1,0 +1,113 @@
+// veil load against the real server on loopback: a short ramp with sane
+// figures, compare mode catching a costly setting, and bad input.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "server_process.h"
+
+namespace veil::test {
+namespace {
+
+json ReadJson(const std::string& path) {
+  std::ifstream f(path);
+  return json::parse(f, nullptr, false);
+}
+
+size_t SessionsOn(ServerProcess& s) { return s.Call("GET", "/v1/sessions").body["sessions"].size(); }
+
+TEST(Load, ShortRampGivesSaneFigures) {
+  ServerProcess server({});
+  ASSERT_TRUE(server.ok()) << server.log();
+  const std::string out = TempPath("load-ramp");
+  RunResult r = RunVeil("load --server " + server.url() + " -i " + Media("sample_720p30.ivf") +
+                        " --stages 1,2 --stage-seconds 5 --warmup 1.5 --all-stages --out " + out);
+  std::printf("%s\n", r.out.c_str());
+  EXPECT_TRUE(r.rc == 0 || r.rc == 1) << r.out;  // 1: a stage missed the pass mark (reported, not an error)
+  const json j = ReadJson(out + "/load.json");
+  ASSERT_TRUE(j.is_object()) << "no load.json";
+  ASSERT_EQ(j["runs"].size(), 1u);
+  const json& stages = j["runs"][0]["stages"];
+  ASSERT_EQ(stages.size(), 2u);
+  for (const auto& s : stages) {
+    SCOPED_TRACE(s.dump());
+    EXPECT_GT(s["window_s"].get<double>(), 3.0);
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+    EXPECT_NEAR(s["received_fps_mean"].get<double>(), 30.0, 3.0);  // the input's rate
+#endif
+    const double p50 = s["e2e_latency_ms"]["p50"], p99 = s["e2e_latency_ms"]["p99"];
+    EXPECT_GT(p50, 0.0);
+    EXPECT_LT(p99, 1000.0);
+    EXPECT_GT(s["processing_ms"]["mean"].get<double>(), 0.0);
+    EXPECT_LT(s["processing_ms"]["p99"].get<double>(), 1000.0);
+    EXPECT_EQ(s["viewer_rtp_loss_pct"].get<double>(), 0.0) << "loopback loses nothing";
+    EXPECT_GT(s["stage_mean_ms"]["encode"].get<double>(), 0.0);
+    EXPECT_GT(s["stage_mean_ms"]["detect"].get<double>(), 0.0);
+    EXPECT_GT(s["server_cpu_pct"].get<double>(), 10.0);
+    EXPECT_GE(s["tool_cpu_pct"].get<double>(), 0.0);
+    EXPECT_EQ(s["session_fps"].size(), s["sessions"].get<size_t>());
+  }
+  for (const char* f : {"/load.md", "/load.csv", "/load.svg"}) EXPECT_TRUE(std::ifstream(out + f).good()) << f;
+  EXPECT_EQ(SessionsOn(server), 0u) << "the tool deletes every session it created";
+  RunResult e = RunVeil("load --explain --out " + out);
+  EXPECT_EQ(e.rc, 0);
+  EXPECT_NE(e.out.find("dominant stage:"), std::string::npos) << e.out;
+  EXPECT_EQ(server.Stop(), 0);
+}
+
+TEST(Load, CompareModeFindsACostlySetting) {
+  // Two configurations that differ only in the detection size.
+  const std::string a = TempPath("small.toml"), b = TempPath("large.toml"), out = TempPath("load-compare");
+  std::ofstream(a) << "[privacy]\ndetect_size = \"320x180\"\n";
+  std::ofstream(b) << "[privacy]\ndetect_size = \"960x540\"\n";
+  RunResult r = RunVeil("load --compare " + a + " " + b + " --repeat 2 -i " + Media("sample_720p30.ivf") +
+                        " --stages 1 --stage-seconds 4 --warmup 1.5 --out " + out);
+  std::printf("%s\n", r.out.c_str());
+  ASSERT_EQ(r.rc, 0) << r.out;
+  const json j = ReadJson(out + "/load.json");
+  ASSERT_TRUE(j.contains("compare"));
+  bool found = false;
+  for (const auto& f : j["compare"]["figures"]) {
+    if (f["name"] != "detect ms/frame @1") continue;
+    found = true;
+    EXPECT_EQ(f["a"]["values"].size(), 2u);
+    EXPECT_GT(f["b"]["min"].get<double>(), f["a"]["max"].get<double>()) << "a larger detection size costs more";
+    EXPECT_FALSE(f["overlap"].get<bool>());
+  }
+  EXPECT_TRUE(found) << j["compare"].dump();
+  EXPECT_NE(r.out.find("| detect ms/frame @1 |"), std::string::npos);
+}
+
+TEST(Load, BadInputIsRefusedAndLeavesNothingBehind) {
+  const std::string clip = Media("sample_720p30.ivf");
+  RunResult r = RunVeil("load --server http://127.0.0.1:1 -i " + clip + " --stages 1 --stage-seconds 3 --warmup 1");
+  EXPECT_EQ(r.rc, 3);
+  EXPECT_NE(r.out.find("cannot reach http://127.0.0.1:1"), std::string::npos) << r.out;
+  r = RunVeil("load --server http://127.0.0.1:1 -i " + Media("not_video.ivf"));
+  EXPECT_EQ(r.rc, 2) << r.out;
+  for (const char* stages : {"\"\"", "0", "2,,4", "5000", "-1", "two"}) {
+    r = RunVeil(std::string("load --server http://127.0.0.1:1 -i ") + clip + " --stages " + stages);
+    EXPECT_EQ(r.rc, 2) << stages << ": " << r.out;
+    EXPECT_NE(r.out.find("stage"), std::string::npos) << r.out;
+  }
+  r = RunVeil("load --server http://127.0.0.1:1 -i " + clip + " --stage-seconds 3 --warmup 5");
+  EXPECT_EQ(r.rc, 2) << r.out;
+
+  // A server with a session the tool did not create: refused, nothing created.
+  ServerProcess server({"--max-sessions", "2"});
+  ASSERT_TRUE(server.ok()) << server.log();
+  ASSERT_EQ(server.Call("POST", "/v1/sessions", R"({"id":"production"})").status, 201);
+  r = RunVeil("load --server " + server.url() + " -i " + clip + " --stages 1 --stage-seconds 3 --warmup 1");
+  EXPECT_EQ(r.rc, 3);
+  EXPECT_NE(r.out.find("--force"), std::string::npos) << r.out;
+  EXPECT_EQ(SessionsOn(server), 1u);
+  // The server refuses a session mid-stage (its limit): the run stops, and what it created is gone.
+  r = RunVeil("load --force --server " + server.url() + " -i " + clip + " --stages 2 --stage-seconds 3 --warmup 1");
+  EXPECT_EQ(r.rc, 3);
+  EXPECT_NE(r.out.find("session limit"), std::string::npos) << r.out;
+  EXPECT_EQ(SessionsOn(server), 1u) << "only the session the tool did not create is left";
+  EXPECT_EQ(server.Stop(), 0);
+}
+
+}  // namespace
+}  // namespace veil::test
