@@ -4,7 +4,7 @@
 //   veil load --explain [--out DIR]                                   (reads DIR/load.json and load.prev.json)
 // Exit codes: 0 every stage passed; 1 a stage failed the pass mark; 2 bad
 // options or input; 3 the server could not be used or the run was stopped.
-#include <sys/stat.h>
+#include <filesystem>
 
 #include <cstdio>
 #include <fstream>
@@ -92,7 +92,9 @@ void RegisterLoad(CLI::App& app, int* rc) {
     if (auto probe = Demuxer::Open(o->load.input); !probe) return Fail(rc, 2, probe.error());
     if (Status s = Validate(o->load); !s) return Fail(rc, 2, s.message());
     InstallStopHandlers();
-    mkdir(o->out.c_str(), 0755);
+    std::error_code ec;
+    std::filesystem::create_directories(o->out, ec);
+    if (ec) return Fail(rc, 2, "cannot create " + o->out + ": " + ec.message());
 
     if (!o->compare.empty()) {
       for (const auto& f : o->compare)

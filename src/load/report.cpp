@@ -1,6 +1,6 @@
 #include "load/report.h"
 
-#include <sys/stat.h>
+#include <filesystem>
 
 #include <algorithm>
 #include <cmath>
@@ -128,7 +128,9 @@ std::string Svg(const std::vector<LoadRun>& runs) {
 }
 
 Status WriteOutputs(const std::string& dir, const std::vector<LoadRun>& runs, const json& extra) {
-  mkdir(dir.c_str(), 0755);
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return Status::Error("cannot create " + dir + ": " + ec.message());
   const std::string j = dir + "/load.json";
   std::rename(j.c_str(), (dir + "/load.prev.json").c_str());
   json all = json::object();

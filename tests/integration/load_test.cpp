@@ -79,11 +79,12 @@ TEST(Load, CompareModeFindsACostlySetting) {
 }
 
 TEST(Load, BadInputIsRefusedAndLeavesNothingBehind) {
-  const std::string clip = Media("sample_720p30.ivf");
+  const std::string clip = Media("sample_720p30.ivf") + " --out " + TempPath("load-bad");
   RunResult r = RunVeil("load --server http://127.0.0.1:1 -i " + clip + " --stages 1 --stage-seconds 3 --warmup 1");
   EXPECT_EQ(r.rc, 3);
   EXPECT_NE(r.out.find("cannot reach http://127.0.0.1:1"), std::string::npos) << r.out;
   r = RunVeil("load --server http://127.0.0.1:1 -i " + Media("not_video.ivf"));
+  EXPECT_NE(r.out.find("not_video.ivf"), std::string::npos) << r.out;
   EXPECT_EQ(r.rc, 2) << r.out;
   for (const char* stages : {"\"\"", "0", "2,,4", "5000", "-1", "two"}) {
     r = RunVeil(std::string("load --server http://127.0.0.1:1 -i ") + clip + " --stages " + stages);
