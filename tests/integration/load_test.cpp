@@ -107,6 +107,19 @@ TEST(Load, BadInputIsRefusedAndLeavesNothingBehind) {
   EXPECT_EQ(r.rc, 3);
   EXPECT_NE(r.out.find("session limit"), std::string::npos) << r.out;
   EXPECT_EQ(SessionsOn(server), 1u) << "only the session the tool did not create is left";
+  // Ctrl-C mid-stage: the run stops and deletes what it created.
+  const std::string cmd = std::string("sh -c '\"") + VEIL_BIN + "\" load --force --server " + server.url() + " -i " + clip +
+                          " --stages 1 --stage-seconds 30 --warmup 1 & p=$!; sleep 2.5; kill -INT $p; wait $p; echo rc=$?' 2>&1";
+  std::string out;
+  if (FILE* p = popen(cmd.c_str(), "r")) {
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+    pclose(p);
+  }
+  EXPECT_NE(out.find("interrupted"), std::string::npos) << out;
+  EXPECT_NE(out.find("rc=3"), std::string::npos) << out;
+  EXPECT_EQ(SessionsOn(server), 1u) << "Ctrl-C leaves nothing of the tool's behind";
   EXPECT_EQ(server.Stop(), 0);
 }
 
