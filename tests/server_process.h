@@ -1,20 +1,16 @@
 // Test helper: runs the real `veil serve` binary on loopback (port chosen by
 // the server), talks to its API, and stops it with a signal.
 #pragma once
-#include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <chrono>
+#include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
+#include "load/child_server.h"
 #include "test_util.h"
 
 namespace veil::test {
@@ -30,56 +26,18 @@ struct Reply {
 
 class ServerProcess {
  public:
-  // Starts `veil serve --listen 127.0.0.1:0 ARGS...`; waits for its "listening" line.
-  explicit ServerProcess(const std::vector<std::string>& args) {
-    int out[2];
-    if (pipe(out) != 0) return;
-    const std::string log = TempPath("serve-" + std::to_string(++counter_) + ".log");
-    log_path_ = log;
-    pid_ = fork();
-    if (pid_ == 0) {
-      dup2(out[1], 1);
-      const int err = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      if (err >= 0) dup2(err, 2);
-      close(out[0]);
-      std::vector<std::string> all = {VEIL_BIN, "serve", "--listen", "127.0.0.1:0"};
-      all.insert(all.end(), args.begin(), args.end());
-      std::vector<char*> argv;
-      for (auto& a : all) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      execv(VEIL_BIN, argv.data());
-      _exit(127);
-    }
-    close(out[1]);
-    out_ = out[0];
-    // "veil serve: listening on http://127.0.0.1:PORT"
-    std::string line;
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    while (std::chrono::steady_clock::now() < deadline) {
-      pollfd p{out_, POLLIN, 0};
-      if (poll(&p, 1, 200) <= 0) continue;
-      char c;
-      if (read(out_, &c, 1) != 1) break;
-      if (c == '\n') break;
-      line += c;
-    }
-    const auto at = line.rfind(':');
-    if (line.find("listening on") != std::string::npos && at != std::string::npos) {
-      port_ = std::stoi(line.substr(at + 1));
-      client_ = std::make_unique<httplib::Client>("127.0.0.1", port_);
-      client_->set_read_timeout(15, 0);
-    }
+  // Starts `veil serve --listen 127.0.0.1:0 ARGS...` (stderr to a log file).
+  explicit ServerProcess(const std::vector<std::string>& args)
+      : log_path_(TempPath("serve-" + std::to_string(++counter_) + ".log")) {
+    auto c = ChildServer::Start(args, log_path_, VEIL_BIN);
+    if (!c.ok()) return;
+    child_ = std::move(*c);
+    client_ = std::make_unique<httplib::Client>("127.0.0.1", child_->port());
+    client_->set_read_timeout(15, 0);
   }
-  ~ServerProcess() {
-    if (pid_ > 0 && !reaped_) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-    }
-    if (out_ >= 0) close(out_);
-  }
-  bool ok() const { return port_ > 0; }
-  int port() const { return port_; }
-  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  bool ok() const { return child_ && child_->port() > 0; }
+  int port() const { return child_ ? child_->port() : 0; }
+  std::string url() const { return child_ ? child_->url() : ""; }
   std::string log() const {
     std::string s;
     if (FILE* f = std::fopen(log_path_.c_str(), "r")) {
@@ -90,21 +48,9 @@ class ServerProcess {
     }
     return s;
   }
-  bool alive() { return pid_ > 0 && !reaped_ && waitpid(pid_, &status_, WNOHANG) == 0; }
-
-  // Sends `sig` and waits (bounded) for the exit; returns the exit code (128+signal if killed, -1 on timeout).
-  int Stop(int sig = SIGTERM, int timeout_ms = 15000) {
-    if (pid_ <= 0 || reaped_) return -1;
-    kill(pid_, sig);
-    for (int waited = 0; waited < timeout_ms; waited += 50) {
-      if (waitpid(pid_, &status_, WNOHANG) == pid_) {
-        reaped_ = true;
-        return WIFEXITED(status_) ? WEXITSTATUS(status_) : 128 + WTERMSIG(status_);
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    return -1;
-  }
+  bool alive() { return child_ && child_->alive(); }
+  // Sends `sig` and waits (bounded) for the exit; returns the exit code (128+signal if killed).
+  int Stop(int sig = SIGTERM, int timeout_ms = 15000) { return child_ ? child_->Stop(sig, timeout_ms) : -1; }
 
   Reply Call(const std::string& method, const std::string& path, const std::string& body = "",
              const httplib::Headers& headers = {}) {
@@ -128,10 +74,8 @@ class ServerProcess {
 
  private:
   static inline int counter_ = 0;
-  pid_t pid_ = -1;
-  int out_ = -1, port_ = 0, status_ = 0;
-  bool reaped_ = false;
   std::string log_path_;
+  std::unique_ptr<ChildServer> child_;
   std::unique_ptr<httplib::Client> client_;
 };
 

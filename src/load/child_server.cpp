@@ -7,17 +7,25 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <thread>
 
 #include "core/clock.h"
 
 namespace veil {
 
-Result<std::unique_ptr<ChildServer>> ChildServer::Start(const std::vector<std::string>& args, const std::string& log_path) {
+Result<std::unique_ptr<ChildServer>> ChildServer::Start(const std::vector<std::string>& args, const std::string& log_path,
+                                                        const std::string& program) {
   char self[4096];
-  const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-  if (n <= 0) return Status::Error("cannot find this program's path");
-  self[n] = 0;
+  if (program.empty()) {
+    const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n <= 0) return Status::Error("cannot find this program's path");
+    self[n] = 0;
+  } else {
+    if (program.size() >= sizeof self) return Status::Error("program path too long");
+    std::snprintf(self, sizeof self, "%s", program.c_str());
+  }
   int out[2];
   if (pipe2(out, O_CLOEXEC) != 0) return Status::Error("pipe failed");
   std::vector<std::string> all = {self, "serve", "--listen", "127.0.0.1:0"};
@@ -58,14 +66,24 @@ Result<std::unique_ptr<ChildServer>> ChildServer::Start(const std::vector<std::s
   if (at == std::string::npos)
     return Status::Error("the server did not start (see " + log_path + ")");
   c->url_ = line.substr(at + tag.size());
+  c->port_ = std::atoi(c->url_.substr(c->url_.rfind(':') + 1).c_str());
   return c;
 }
 
-int ChildServer::Stop() {
-  if (pid_ <= 0) return exit_code_;
-  kill(pid_, SIGTERM);
+bool ChildServer::alive() {
   int st = 0;
-  for (int i = 0; i < 400; ++i) {
+  if (pid_ <= 0) return false;
+  if (waitpid(pid_, &st, WNOHANG) != pid_) return true;
+  pid_ = -1;
+  exit_code_ = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  return false;
+}
+
+int ChildServer::Stop(int sig, int timeout_ms) {
+  if (pid_ <= 0) return exit_code_;
+  kill(pid_, sig);
+  int st = 0;
+  for (int waited = 0; waited < timeout_ms; waited += 50) {
     if (waitpid(pid_, &st, WNOHANG) == pid_) {
       pid_ = -1;
       exit_code_ = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);

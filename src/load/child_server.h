@@ -13,16 +13,23 @@ namespace veil {
 
 class ChildServer {
  public:
-  // `veil` is this program; args follow "serve --listen 127.0.0.1:0"; stderr goes to log_path.
-  static Result<std::unique_ptr<ChildServer>> Start(const std::vector<std::string>& args, const std::string& log_path);
+  // Runs `program serve --listen 127.0.0.1:0 ARGS...` (program "": this
+  // executable, i.e. veil itself); stderr goes to log_path.
+  static Result<std::unique_ptr<ChildServer>> Start(const std::vector<std::string>& args, const std::string& log_path,
+                                                    const std::string& program = "");
   ~ChildServer();  // Stop()
   const std::string& url() const { return url_; }
-  int Stop();  // SIGTERM, waits up to 20 s (then SIGKILL); the exit code
+  int port() const { return port_; }
+  bool alive();
+  // Sends `sig` and waits up to timeout_ms (then SIGKILL); the exit code
+  // (128 + signal when killed by one).
+  int Stop(int sig = 15 /* SIGTERM */, int timeout_ms = 20000);
 
  private:
   ChildServer() = default;
   pid_t pid_ = -1;
   std::string url_;
+  int port_ = 0;
   int exit_code_ = -1;
 };
 
