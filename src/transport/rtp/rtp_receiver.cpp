@@ -39,6 +39,7 @@ Result<std::unique_ptr<RtpReceiver>> RtpReceiver::Start(const RtpReceiverConfig&
   std::unique_ptr<RtpReceiver> r(new RtpReceiver());
   r->pipeline_ = std::move(*p);
   r->on_frame_ = std::move(on_frame);
+  r->payload_type_ = c.payload_type;
   r->jitterbuffer_ = r->pipeline_.element("jb");
   GstElement* sink = r->pipeline_.element("sink");
   GstAppSinkCallbacks cb{};
@@ -114,10 +115,44 @@ GstPadProbeReturn RtpReceiver::OnArrival(GstPad*, GstPadProbeInfo* info, gpointe
   auto* r = static_cast<RtpReceiver*>(self);
   GstBuffer* buf = GST_PAD_PROBE_INFO_BUFFER(info);
   GstRTPBuffer rtp = GST_RTP_BUFFER_INIT;
-  if (buf && gst_rtp_buffer_map(buf, GST_MAP_READ, &rtp)) {  // garbage is left to the jitter buffer to drop
-    const uint32_t ts = gst_rtp_buffer_get_timestamp(&rtp);
-    gst_rtp_buffer_unmap(&rtp);
-    const double now = NowMs();
+  if (!buf || !gst_rtp_buffer_map(buf, GST_MAP_READ, &rtp)) {
+    ++r->foreign_;  // not RTP
+    return GST_PAD_PROBE_DROP;
+  }
+  const uint32_t ts = gst_rtp_buffer_get_timestamp(&rtp);
+  const uint32_t ssrc = gst_rtp_buffer_get_ssrc(&rtp);
+  const int pt = gst_rtp_buffer_get_payload_type(&rtp);
+  const uint16_t seq = gst_rtp_buffer_get_seq(&rtp);
+  gst_rtp_buffer_unmap(&rtp);
+  const double now = NowMs();
+  // One stream at a time (SSRC latching): packets of another SSRC are
+  // dropped here, before the jitter buffer, so stray or forged packets cannot
+  // move its sequence and timestamp bases. A stream is established after 8
+  // packets in sequence; until then any other SSRC takes over at once (so
+  // garbage that happened to come first never holds the latch), afterwards
+  // only once the established one has been silent for 250 ms (a publisher
+  // that restarted).
+  if (pt != r->payload_type_) {
+    ++r->foreign_;
+    return GST_PAD_PROBE_DROP;
+  }
+  if (!r->latched_ || (ssrc != r->ssrc_ && (!r->established_ || now - r->ssrc_last_ms_ > 250))) {
+    if (r->latched_ && r->established_) ++r->ssrc_changes_;
+    r->latched_ = true;
+    r->established_ = false;
+    r->ssrc_ = ssrc;
+    r->run_ = 1;
+  } else if (ssrc != r->ssrc_) {
+    ++r->foreign_;
+    return GST_PAD_PROBE_DROP;
+  } else if (seq == uint16_t(r->last_seq_ + 1)) {
+    if (++r->run_ >= 8) r->established_ = true;
+  } else if (!r->established_) {
+    r->run_ = 1;
+  }
+  r->last_seq_ = seq;
+  r->ssrc_last_ms_ = now;
+  {
     std::lock_guard lk(r->ts_mu_);
     for (const ArrivalEntry& e : r->arrival_ring_)
       if (e.rtp == ts && e.ms > 0) return GST_PAD_PROBE_OK;  // not the frame's first packet
@@ -157,6 +192,8 @@ GstFlowReturn RtpReceiver::OnSample(GstElement* sink, gpointer self) {
 RtpReceiverStats RtpReceiver::stats() const {
   RtpReceiverStats s;
   s.frames = frames_.load();
+  s.foreign = foreign_.load();
+  s.ssrc_changes = ssrc_changes_.load();
   if (!jitterbuffer_) return s;
   GstStructure* st = nullptr;
   g_object_get(jitterbuffer_, "stats", &st, nullptr);

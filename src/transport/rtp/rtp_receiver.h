@@ -33,6 +33,8 @@ struct RtpReceiverStats {
   uint64_t late = 0;      // arrived after their play-out time
   double jitter_ms = 0;   // RFC 3550 inter-arrival jitter
   uint64_t frames = 0;    // complete compressed frames delivered
+  uint64_t foreign = 0;   // dropped before the jitter buffer: not RTP, other payload type, other SSRC
+  uint64_t ssrc_changes = 0;  // the publisher restarted with a new SSRC
 };
 
 class RtpReceiver {
@@ -73,6 +75,14 @@ class RtpReceiver {
   };
   ArrivalEntry arrival_ring_[64];  // guarded by ts_mu_
   size_t arrival_next_ = 0;        // guarded by ts_mu_
+  // SSRC latching (udpsrc's streaming thread only).
+  int payload_type_ = 96;
+  bool latched_ = false, established_ = false;
+  uint32_t ssrc_ = 0;
+  uint16_t last_seq_ = 0;
+  int run_ = 0;  // packets in sequence since the latch
+  double ssrc_last_ms_ = 0;
+  std::atomic<uint64_t> foreign_{0}, ssrc_changes_{0};
 };
 
 }  // namespace veil

@@ -158,6 +158,41 @@ TEST(Rtp, GarbageDatagramsDoNotHurtTheReceiver) {
   EXPECT_TRUE(got.WaitFor(5, 3000)) << "received " << got.frames.size();
 }
 
+TEST(Rtp, PublisherRestartWithANewSsrcIsFollowedAndStrayPacketsAreDropped) {
+  Received got;
+  auto rx = RtpReceiver::Start({}, [&](EncodedFrame&& f, uint32_t ts) {
+    std::lock_guard lk(got.mu);
+    got.frames.emplace_back(std::move(f), ts);
+    got.cv.notify_all();
+  });
+  ASSERT_TRUE(rx.ok()) << rx.error();
+  VideoInfo vi;
+  const auto frames = EncodeSample("vp8", 20, &vi);
+  const int fd = socket(AF_INET, SOCK_DGRAM, 0);
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_port = htons(uint16_t((*rx)->port()));
+  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  for (int run = 0; run < 2; ++run) {  // two publishers one after the other: two SSRCs, two sequences
+    auto tx = RtpSender::Start({});
+    ASSERT_TRUE(tx.ok());
+    ASSERT_TRUE((*tx)->AddViewer("127.0.0.1", (*rx)->port()).ok());
+    for (size_t i = 0; i < frames.size(); ++i) {
+      ASSERT_TRUE((*tx)->Send(frames[i], uint32_t(run * 900000 + i * 3000)).ok());
+      // A stray RTP packet of another SSRC in between: dropped before the jitter buffer.
+      uint8_t stray[200] = {0x80, 96, uint8_t(i), 0, 1, 2, 3, 4, 0xde, 0xad, uint8_t(i), 0xef};
+      sendto(fd, stray, sizeof stray, 0, reinterpret_cast<sockaddr*>(&to), sizeof to);
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(400));  // the first publisher is gone
+  }
+  close(fd);
+  EXPECT_TRUE(got.WaitFor(36, 3000)) << "received " << got.frames.size();
+  const RtpReceiverStats st = (*rx)->stats();
+  EXPECT_EQ(st.ssrc_changes, 1u);
+  EXPECT_GE(st.foreign, 30u);
+}
+
 TEST(Rtp, RejectsBadConfigAndViewers) {
   RtpReceiverConfig rc;
   rc.codec = "mjpeg";
