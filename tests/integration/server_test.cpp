@@ -44,13 +44,15 @@ void ExpectOnlyCadenceLeaks(const Summary& s, const char* what) {
   EXPECT_LE(s.leaked, int(kCadenceLeakShare * s.faces)) << what << ": " << s.leaked << " of " << s.faces
                                                         << " faces left with their detail";
 }
-// Frames whose arrival lies in [from, to) (NowMs clock).
+// Frames sent in [from, to) (NowMs clock). A frame is processed after it was
+// sent, so every frame sent after a change took effect was processed under it,
+// however slow the build.
 // A whole-frame mosaic measures ~0.03 in-cell gradient after VP8; this clip's
 // flattest pictures measure ~0.45.
 Summary Summarize(const std::vector<FrameCheck>& cs, double from, double to, double mosaic_grad = 0.2) {
   Summary s;
   for (const FrameCheck& c : cs) {
-    if (c.arrival_ms < from || c.arrival_ms >= to) continue;
+    if (c.sent_ms < from || c.sent_ms >= to) continue;
     ++s.frames;
     s.faces += c.faces;
     s.leaked += c.leaked;
@@ -102,7 +104,11 @@ TEST(Server, TwoPublishersGetEveryFacePixelatedAtFullRate) {
 #if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
     EXPECT_GE(ratio, 0.95) << "received frame rate more than 5% below the sent rate";
 #endif
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
     EXPECT_GT(all.faces, 100) << "the check had too few faces to mean anything";
+#else
+    EXPECT_GT(all.faces, 30) << "the check had too few faces to mean anything";
+#endif
     ExpectOnlyCadenceLeaks(all, "two publishers");
   }
   ASSERT_EQ(stats.status, 200);
@@ -134,25 +140,29 @@ TEST(Server, PrivacyModeSwitchesAtRuntime) {
   Feed feed(s, log);
   const httplib::Headers who = {{"X-Veil-Caller", "operator-7"}};
   SleepMs(2500);
-  const double to_blur = NowMs();
   Reply r = server.Call("PUT", "/v1/sessions/m/privacy", R"({"mode":"full_blur"})", who);
+  const double to_blur = NowMs();  // in effect from here on (the answer comes after the switch)
   ASSERT_EQ(r.status, 200) << r.text;
   EXPECT_EQ(r.body["previous"], "bypass");
   SleepMs(2500);
-  const double to_anon = NowMs();
   ASSERT_EQ(server.Call("PUT", "/v1/sessions/m/privacy", R"({"mode":"anonymize"})", who).status, 200);
+  const double to_anon = NowMs();
   SleepMs(3000);
   const double end = NowMs();
   feed.Stop();
   const auto cs = w.checks();
-  // 300 ms either side of a switch: frames already in flight.
+  // By send time: 300 ms before a switch (frames in flight), from the switch on.
   const Summary bypass = Summarize(cs, 0, to_blur - 300);
-  const Summary blur = Summarize(cs, to_blur + 300, to_anon - 300);
-  const Summary anon = Summarize(cs, to_anon + 500, end);
+  const Summary blur = Summarize(cs, to_blur, to_anon - 300);
+  const Summary anon = Summarize(cs, to_anon + 300, end);
   std::printf("bypass: %d frames %d/%d faces kept; full_blur: %d frames, %d whole-frame mosaic; anonymize: %d frames "
               "%d/%d faces leaked, %d whole-frame\n",
               bypass.frames, bypass.leaked, bypass.faces, blur.frames, blur.mosaic, anon.frames, anon.leaked, anon.faces,
               anon.mosaic);
+  for (const FrameCheck& c : cs)
+    if (c.sent_ms >= to_blur && c.sent_ms < to_anon - 300 && c.grad >= 0.2)
+      std::printf("full_blur frame %d sent %+.0f ms after the switch: in-cell gradient %.2f\n", c.index, c.sent_ms - to_blur,
+                  c.grad);
   ASSERT_GT(bypass.faces, 20);
   EXPECT_GE(bypass.leaked, bypass.faces * 8 / 10) << "bypass must leave faces as they are (the check can fail)";
   EXPECT_EQ(bypass.mosaic, 0);
@@ -186,21 +196,22 @@ TEST(Server, DetectionStallOrFailureNeverLeaksAFace) {
   AddViewer(server, "f", w.port());
   Feed feed(s, log);
   SleepMs(2500);
-  const double stall = NowMs();
   ASSERT_EQ(server.Call("PUT", "/v1/debug/inference", R"({"stall":true})").status, 200);
+  const double stall = NowMs();  // in effect from here on
   SleepMs(2500);
-  const double fail = NowMs();
   ASSERT_EQ(server.Call("PUT", "/v1/debug/inference", R"({"fail":true})").status, 200);
+  const double fail = NowMs();
   SleepMs(2500);
-  const double heal = NowMs();
   ASSERT_EQ(server.Call("PUT", "/v1/debug/inference", R"({})").status, 200);
+  const double heal = NowMs();
   SleepMs(2500);
   const double end = NowMs();
   feed.Stop();
   const auto cs = w.checks();
   const Summary all = Summarize(cs, 0, 1e300);
-  const Summary stalled = Summarize(cs, stall + 400, fail);
-  const Summary failing = Summarize(cs, fail + 400, heal);
+  // By send time; a result counts as fresh for max_age_ms (200) after its frame.
+  const Summary stalled = Summarize(cs, stall + 300, fail);
+  const Summary failing = Summarize(cs, fail, heal);
   const Summary healed = Summarize(cs, heal + 1000, end);
   std::printf("all: %d frames, %d faces, %d leaked (outside the fault window); stalled: %d/%d whole-frame; failing: %d/%d; healed: %d/%d\n",
               all.frames, all.faces, all.leaked, stalled.mosaic, stalled.frames, failing.mosaic, failing.frames,
@@ -445,7 +456,7 @@ TEST(Server, GarbageRtpHurtsNoSession) {
   EXPECT_EQ(server.Call("GET", "/healthz").status, 200);
   const auto cg = wg.checks();
   const double ratio = DeliveredRatio(*good_log, cg, t0 + 1000, t0 + 8500);
-  const Summary bad_after = Summarize(wb.checks(), real_from, 1e300);
+  const Summary bad_after = Summarize(wb.checks(), real_from, 1e300);  // every frame of the real stream
   const Reply st = server.Call("GET", "/v1/sessions/bad/stats");
   std::printf("good session delivered %.3f of sent while the other got garbage; bad session then received %d frames "
               "(decode errors %d)\n",
