@@ -29,7 +29,24 @@ struct Received {
     std::unique_lock lk(mu);
     return cv.wait_for(lk, std::chrono::milliseconds(ms), [&] { return frames.size() >= n; });
   }
+  // A receiver that collects every frame here.
+  Result<std::unique_ptr<RtpReceiver>> Start(const RtpReceiverConfig& c = {}) {
+    return RtpReceiver::Start(c, [this](EncodedFrame&& f, uint32_t ts) {
+      std::lock_guard lk(mu);
+      frames.emplace_back(std::move(f), ts);
+      cv.notify_all();
+    });
+  }
 };
+
+// A plain UDP socket aimed at the receiver's port (for hand-made datagrams).
+sockaddr_in LoopbackTo(int port) {
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_port = htons(uint16_t(port));
+  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  return to;
+}
 
 std::vector<EncodedFrame> EncodeSample(const std::string& codec, int n, VideoInfo* vi) {
   auto r = MediaReader::Open(test::Media("sample_720p30.ivf"));
@@ -57,11 +74,7 @@ void LoopbackRoundTrip(const std::string& codec) {
   Received got;
   RtpReceiverConfig rc;
   rc.codec = codec;
-  auto rx = RtpReceiver::Start(rc, [&](EncodedFrame&& f, uint32_t ts) {
-    std::lock_guard lk(got.mu);
-    got.frames.emplace_back(std::move(f), ts);
-    got.cv.notify_all();
-  });
+  auto rx = got.Start(rc);
   ASSERT_TRUE(rx.ok()) << rx.error();
   ASSERT_GT((*rx)->port(), 0);
   RtpSenderConfig sc;
@@ -118,17 +131,10 @@ TEST(Rtp, H264LoopbackPreservesFramesAndTimestamps) { LoopbackRoundTrip("h264");
 
 TEST(Rtp, GarbageDatagramsDoNotHurtTheReceiver) {
   Received got;
-  auto rx = RtpReceiver::Start({}, [&](EncodedFrame&& f, uint32_t ts) {
-    std::lock_guard lk(got.mu);
-    got.frames.emplace_back(std::move(f), ts);
-    got.cv.notify_all();
-  });
+  auto rx = got.Start();
   ASSERT_TRUE(rx.ok()) << rx.error();
   const int fd = socket(AF_INET, SOCK_DGRAM, 0);
-  sockaddr_in to{};
-  to.sin_family = AF_INET;
-  to.sin_port = htons(uint16_t((*rx)->port()));
-  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  sockaddr_in to = LoopbackTo((*rx)->port());
   uint8_t buf[1400];
   uint32_t x = 12345;
   for (int i = 0; i < 300; ++i) {  // random bytes, truncated headers, RTP with absurd sequence jumps
@@ -160,19 +166,12 @@ TEST(Rtp, GarbageDatagramsDoNotHurtTheReceiver) {
 
 TEST(Rtp, PublisherRestartWithANewSsrcIsFollowedAndStrayPacketsAreDropped) {
   Received got;
-  auto rx = RtpReceiver::Start({}, [&](EncodedFrame&& f, uint32_t ts) {
-    std::lock_guard lk(got.mu);
-    got.frames.emplace_back(std::move(f), ts);
-    got.cv.notify_all();
-  });
+  auto rx = got.Start();
   ASSERT_TRUE(rx.ok()) << rx.error();
   VideoInfo vi;
   const auto frames = EncodeSample("vp8", 20, &vi);
   const int fd = socket(AF_INET, SOCK_DGRAM, 0);
-  sockaddr_in to{};
-  to.sin_family = AF_INET;
-  to.sin_port = htons(uint16_t((*rx)->port()));
-  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  sockaddr_in to = LoopbackTo((*rx)->port());
   for (int run = 0; run < 2; ++run) {  // two publishers one after the other: two SSRCs, two sequences
     auto tx = RtpSender::Start({});
     ASSERT_TRUE(tx.ok());
