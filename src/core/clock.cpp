@@ -3,6 +3,8 @@
 #include <time.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <ctime>
 #include <cmath>
 #include <numeric>
 
@@ -28,6 +30,17 @@ double StageStats::percentile(double p) const {
   const double rank = std::clamp(p, 0.0, 100.0) / 100.0 * (s.size() - 1);
   const size_t lo = static_cast<size_t>(std::floor(rank)), hi = static_cast<size_t>(std::ceil(rank));
   return s[lo] + (s[hi] - s[lo]) * (rank - lo);
+}
+
+std::string UtcNowIso() {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  tm t{};
+  gmtime_r(&ts.tv_sec, &t);
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", t.tm_year + 1900, t.tm_mon + 1, t.tm_mday,
+                t.tm_hour, t.tm_min, t.tm_sec, int(ts.tv_nsec / 1000000));
+  return buf;
 }
 
 }  // namespace veil

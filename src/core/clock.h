@@ -9,6 +9,7 @@ namespace veil {
 double NowMs();            // monotonic wall clock
 double ProcessCpuMs();     // CPU of all threads of this process
 double ThreadCpuMs();      // CPU of the calling thread
+std::string UtcNowIso();   // wall clock, e.g. 2026-11-29T21:09:35.123Z
 
 // Collects samples (ms) of one stage; reports mean, percentiles, total.
 class StageStats {

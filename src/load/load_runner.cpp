@@ -18,7 +18,6 @@
 #include "client/rtp_viewer.h"
 #include "core/clock.h"
 #include "load/prom_text.h"
-#include "server/session_manager.h"
 
 namespace veil {
 namespace {

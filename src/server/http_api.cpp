@@ -6,6 +6,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "core/clock.h"
 #include "server/sdp.h"
 
 namespace veil {

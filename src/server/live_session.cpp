@@ -264,7 +264,7 @@ LiveSessionStats LiveSession::stats() const {
   return s;
 }
 
-void LiveSession::Tick() {
+LiveSessionStats LiveSession::Tick() {
   const double now = NowMs();
   const LiveSessionStats s = stats();
   const double dt = (now - tick_ms_) / 1000.0;
@@ -283,6 +283,7 @@ void LiveSession::Tick() {
   tick_lost_ = s.rtp.lost;
   m_jitter_->Set(s.rtp.jitter_ms);
   m_viewers_->Set(double(s.viewers));
+  return s;
 }
 
 }  // namespace veil

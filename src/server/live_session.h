@@ -80,8 +80,9 @@ class LiveSession {
   LiveSessionStats stats() const;
   // Non-empty when a pipeline failed: the session must be ended with it.
   std::string error();
-  // Once a second (the owner's housekeeping): updates rate and RTP gauges.
-  void Tick();
+  // The owner's housekeeping (a few times a second): updates rate and RTP
+  // gauges; returns the stats it read.
+  LiveSessionStats Tick();
 
  private:
   struct Decoded {

@@ -2,8 +2,6 @@
 
 #include <sys/random.h>
 
-#include <ctime>
-
 #include <spdlog/spdlog.h>
 
 #include "core/clock.h"
@@ -31,17 +29,6 @@ std::string RandomId() {
 }
 
 }  // namespace
-
-std::string UtcNowIso() {
-  timespec ts{};
-  clock_gettime(CLOCK_REALTIME, &ts);
-  tm t{};
-  gmtime_r(&ts.tv_sec, &t);
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", t.tm_year + 1900, t.tm_mon + 1, t.tm_mday,
-                t.tm_hour, t.tm_min, t.tm_sec, int(ts.tv_nsec / 1000000));
-  return buf;
-}
 
 bool ValidSessionId(const std::string& id) {
   if (id.empty() || id.size() > 64) return false;
@@ -357,12 +344,11 @@ void SessionManager::Housekeeping() {
       std::lock_guard lk(mu_);
       for (auto& [id, e] : sessions_) {
         if (!e.session) continue;
-        e.session->Tick();
+        const LiveSessionStats st = e.session->Tick();
         if (std::string err = e.session->error(); !err.empty()) {
           ending.push_back({id, {"error", err}});
           continue;
         }
-        const LiveSessionStats st = e.session->stats();
         if (st.last_packet_age_ms >= 0 && st.last_packet_age_ms > deps_.server.publisher_timeout_ms)
           ending.push_back({id, {"publisher_timeout", "no packet for " + std::to_string(int(st.last_packet_age_ms)) + " ms"}});
         else if (st.last_packet_age_ms < 0 && st.age_ms > deps_.server.start_timeout_ms)

@@ -127,7 +127,6 @@ class SessionManager {
   Counter *m_created_ = nullptr, *m_rejected_ = nullptr, *m_cpu_s_ = nullptr;
 };
 
-std::string UtcNowIso();
 bool ValidSessionId(const std::string& id);
 
 }  // namespace veil

@@ -154,8 +154,9 @@ GstPadProbeReturn RtpReceiver::OnArrival(GstPad*, GstPadProbeInfo* info, gpointe
   r->ssrc_last_ms_ = now;
   {
     std::lock_guard lk(r->ts_mu_);
-    for (const ArrivalEntry& e : r->arrival_ring_)
-      if (e.rtp == ts && e.ms > 0) return GST_PAD_PROBE_OK;  // not the frame's first packet
+    // A frame's packets arrive together: only a new timestamp starts an entry.
+    const ArrivalEntry& newest = r->arrival_ring_[(r->arrival_next_ + 63) % 64];
+    if (newest.rtp == ts && newest.ms > 0) return GST_PAD_PROBE_OK;
     r->arrival_ring_[r->arrival_next_] = {ts, now};
     r->arrival_next_ = (r->arrival_next_ + 1) % 64;
   }
