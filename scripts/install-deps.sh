@@ -13,6 +13,8 @@ PKGS=(
   gstreamer1.0-tools
   # inference: OpenCV 4.6 DNN (CPU) plus image codecs for evaluation
   libopencv-core-dev libopencv-dnn-dev libopencv-imgproc-dev libopencv-imgcodecs-dev
+  # remote AI targets: gRPC (KServe v2 inference protocol) and protobuf
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   # utilities
   nlohmann-json3-dev libcpp-httplib-dev libspdlog-dev libfmt-dev libcli11-dev libssl-dev libtoml11-dev
   # tests and benchmarks

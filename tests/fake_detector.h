@@ -37,6 +37,21 @@ class FakeDetector : public Detector {
     }
     return out;
   }
+  // Raw outputs: one 1x1 CV_32F Mat per image holding its first pixel's blue value.
+  Result<std::vector<std::vector<cv::Mat>>> Forward(const std::vector<cv::Mat>& images) override {
+    {
+      std::lock_guard lk(mu);
+      ++calls;
+      batches.push_back(-int(images.size()));  // negative: a raw batch
+    }
+    if (fail) return Status::Error("injected failure");
+    std::vector<std::vector<cv::Mat>> out;
+    for (const auto& im : images) {
+      const float v = im.type() == CV_32FC3 ? im.at<cv::Vec3f>(0, 0)[0] : float(im.at<cv::Vec3b>(0, 0)[0]);
+      out.push_back({cv::Mat(1, 1, CV_32F, cv::Scalar(v))});
+    }
+    return out;
+  }
   void Close() {
     std::lock_guard lk(mu);
     open = false;

@@ -186,4 +186,55 @@ class Watch {
   std::vector<FrameCheck> checks_;
 };
 
+// Helpers of the tests that drive `veil serve` (server_test, failover_test).
+inline void SleepMs(int ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
+
+inline json CreateSession(ServerProcess& s, const json& body) {
+  Reply r = s.CallJson("POST", "/v1/sessions", body);
+  EXPECT_EQ(r.status, 201) << r.text;
+  return r.body;
+}
+
+inline void AddViewer(ServerProcess& s, const std::string& id, int port) {
+  Reply r = s.CallJson("POST", "/v1/sessions/" + id + "/viewers", json{{"host", "127.0.0.1"}, {"video_port", port}});
+  ASSERT_EQ(r.status, 201) << r.text;
+  EXPECT_NE(r.body["sdp"].get<std::string>().find("m=video " + std::to_string(port) + " RTP/AVP 96"), std::string::npos);
+}
+
+struct Summary {
+  int frames = 0, faces = 0, leaked = 0, mosaic = 0;
+};
+
+// In normal anonymize operation detection runs every 3rd frame, so a face
+// that becomes detectable between detections (here: one emerging from smoke
+// at frame ~277 of the clip) shows for the frames until the next result, the
+// same cadence misses the accuracy test bounds offline (leak_all <= 1.85% of
+// face instances). These tests allow that share and print every leak; a fault
+// of the AI path (stall, failure) allows none.
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+constexpr double kCadenceLeakShare = 0.02;
+#else
+constexpr double kCadenceLeakShare = 0.05;  // 2-10x slower: results arrive more frames later
+#endif
+inline void ExpectOnlyCadenceLeaks(const Summary& s, const char* what) {
+  EXPECT_LE(s.leaked, int(kCadenceLeakShare * s.faces)) << what << ": " << s.leaked << " of " << s.faces
+                                                        << " faces left with their detail";
+}
+// Frames sent in [from, to) (NowMs clock). A frame is processed after it was
+// sent, so every frame sent after a change took effect was processed under it,
+// however slow the build.
+// A whole-frame mosaic measures ~0.03 in-cell gradient after VP8; this clip's
+// flattest pictures measure ~0.45.
+inline Summary Summarize(const std::vector<FrameCheck>& cs, double from, double to, double mosaic_grad = 0.2) {
+  Summary s;
+  for (const FrameCheck& c : cs) {
+    if (c.sent_ms < from || c.sent_ms >= to) continue;
+    ++s.frames;
+    s.faces += c.faces;
+    s.leaked += c.leaked;
+    s.mosaic += c.grad < mosaic_grad;
+  }
+  return s;
+}
+
 }  // namespace veil::test

@@ -9,4 +9,5 @@ void RegisterServe(CLI::App& app, int* rc);
 void RegisterPublish(CLI::App& app, int* rc);
 void RegisterView(CLI::App& app, int* rc);
 void RegisterLoad(CLI::App& app, int* rc);
+void RegisterWorker(CLI::App& app, int* rc);
 }  // namespace veil::cli

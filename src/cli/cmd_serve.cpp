@@ -23,7 +23,7 @@ void RegisterServe(CLI::App& app, int* rc) {
   };
   auto o = std::make_shared<Opts>();
   CLI::App* sub = app.add_subcommand("serve", "Run the live relay: RTP in, faces pixelated, RTP out (HTTP control API)");
-  AddConfigOptions(*sub, o->config, {}, /*server_flags=*/true);
+  AddConfigOptions(*sub, o->config, {}, FlagSet::kServe);
   sub->callback([o, rc] {
     auto cfg = Resolve(o->config);
     if (!cfg) return Fail(rc, 2, cfg.error());

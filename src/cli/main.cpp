@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   veil::cli::RegisterPublish(app, &rc);
   veil::cli::RegisterView(app, &rc);
   veil::cli::RegisterLoad(app, &rc);
+  veil::cli::RegisterWorker(app, &rc);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -20,7 +20,7 @@ Result<cv::Size> ParseBoundedSize(const std::string& s) {
 }
 
 void AddConfigOptions(CLI::App& app, ConfigOptions& o, const std::map<std::string, std::string>& renames,
-                      bool server_flags) {
+                      FlagSet set) {
   app.add_option("--config", o.file, "TOML configuration file (see docs/config.md)");
   app.add_option("--set", o.sets, "Set any config key: --set section.key=value (repeatable)");
   app.add_flag("--print-config", o.print, "Print the effective configuration with each value's source and exit");
@@ -28,8 +28,10 @@ void AddConfigOptions(CLI::App& app, ConfigOptions& o, const std::map<std::strin
     auto it = renames.find(k.key);
     const std::string flag = it != renames.end() ? it->second : k.flag;
     if (flag.empty()) continue;
-    const bool server_key = k.key.rfind("server.", 0) == 0 || k.key.rfind("inference.", 0) == 0;
-    if (server_key && !server_flags) continue;
+    auto in = [&](const char* section) { return k.key.rfind(section, 0) == 0; };
+    if (in("server.") && set != FlagSet::kServe) continue;
+    if (in("inference.") && set == FlagSet::kJob) continue;
+    if (in("worker.") && set != FlagSet::kWorker) continue;
     CLI::Option* opt = app.add_option("--" + flag, o.flag_text[k.key], k.doc + " [" + k.key + "]");
     o.flags.emplace_back(k.key, opt);
   }

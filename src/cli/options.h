@@ -25,11 +25,13 @@ struct ConfigOptions {
 
 // Adds the config options. `renames` maps a key to a different flag name for
 // this subcommand (e.g. eval's --live-detect-size).
-// Flags of the [server] and [inference] sections are offered only when
-// `server_flags` (veil serve); the keys themselves are valid everywhere, so
-// one file can configure every subcommand.
+// Flags of the [server], [inference] and [worker] sections are offered only
+// to the commands they concern (veil serve: server + inference; veil worker:
+// worker + inference); the keys themselves are valid everywhere, so one file
+// can configure every subcommand.
+enum class FlagSet { kJob, kServe, kWorker };
 void AddConfigOptions(CLI::App& app, ConfigOptions& o, const std::map<std::string, std::string>& renames = {},
-                      bool server_flags = false);
+                      FlagSet set = FlagSet::kJob);
 
 // The typed, validated structures every subcommand needs.
 struct Resolved {

@@ -161,6 +161,14 @@ const std::vector<KeySpec>& ConfigKeys() {
       Key("inference.threads", "infer-threads", "inference threads (one detector each)", &S::infer_threads),
       Key("inference.max_queue", "infer-queue", "pending detection requests across sessions", &S::infer_queue),
       Key("inference.fault_injection", "", "allow PUT /v1/debug/inference to stall or fail detection (tests only)", &S::fault_injection),
+      Key("inference.targets", "targets", "AI targets, comma-separated: local and/or HOST:PORT of KServe v2 gRPC workers", &S::targets),
+      Key("inference.remote_model", "remote-model", "model name at remote targets: yunet_u8 (UINT8 NHWC) or yunet (FP32 NCHW, Triton)", &S::remote_model),
+      Key("inference.remote_threads", "remote-threads", "detection calls in flight per remote target", &S::remote_threads),
+      Key("inference.deadline_ms", "deadline-ms", "remote detection call deadline; a later answer marks the target down, ms", &S::deadline_ms),
+      Key("inference.probe_interval_ms", "probe-interval-ms", "AI target health probe interval, ms", &S::probe_interval_ms),
+      Key("inference.probe_timeout_ms", "probe-timeout-ms", "a probe unanswered this long marks the target down, ms", &S::probe_timeout_ms),
+      Key("worker.listen", "listen", "veil worker: gRPC address HOST:PORT (the protocol has no authentication)", &S::worker_listen),
+      Key("worker.metrics_listen", "metrics-listen", "veil worker: HTTP address for /metrics and /healthz (empty: none)", &S::worker_metrics),
   };
   return keys;
 }
@@ -368,8 +376,21 @@ Result<ServerSettings> Config::BuildServer() const {
                     inf(s.publisher_timeout_ms, 100, 3600000, "server.publisher_timeout_ms"),
                     inf(s.start_timeout_ms, 100, 3600000, "server.start_timeout_ms"),
                     in(s.max_batch, 1, 64, "inference.max_batch"), in(s.max_wait_us, 0, 1000000, "inference.max_wait_us"),
-                    in(s.infer_threads, 1, 64, "inference.threads"), in(s.infer_queue, 1, 4096, "inference.max_queue")})
+                    in(s.infer_threads, 1, 64, "inference.threads"), in(s.infer_queue, 1, 4096, "inference.max_queue"),
+                    in(s.remote_threads, 1, 64, "inference.remote_threads"),
+                    inf(s.deadline_ms, 10, 60000, "inference.deadline_ms"),
+                    inf(s.probe_interval_ms, 10, 60000, "inference.probe_interval_ms"),
+                    inf(s.probe_timeout_ms, 10, 60000, "inference.probe_timeout_ms")})
     if (!st) return st;
+  auto targets = ParseTargets(s.targets);
+  if (!targets) return targets.status();
+  if (s.remote_model.empty()) return Status::Error("inference.remote_model must not be empty");
+  v.targets = *targets;
+  v.remote_model = s.remote_model;
+  v.remote_threads = int(s.remote_threads);
+  v.deadline_ms = s.deadline_ms;
+  v.probe_interval_ms = s.probe_interval_ms;
+  v.probe_timeout_ms = s.probe_timeout_ms;
   v.max_sessions = int(s.max_sessions);
   v.max_viewers = int(s.max_viewers);
   v.viewer_queue = int(s.viewer_queue);
@@ -383,6 +404,41 @@ Result<ServerSettings> Config::BuildServer() const {
   v.infer_queue = int(s.infer_queue);
   v.fault_injection = s.fault_injection;
   return v;
+}
+
+Result<WorkerSettings> Config::BuildWorker() const {
+  const Settings& s = s_;
+  WorkerSettings w;
+  const size_t colon = s.worker_listen.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == s.worker_listen.size())
+    return Status::Error("worker.listen must be HOST:PORT, got '" + s.worker_listen + "'");
+  const std::string port = s.worker_listen.substr(colon + 1);
+  if (port.find_first_not_of("0123456789") != std::string::npos || port.size() > 5 || std::stoi(port) > 65535)
+    return Status::Error("worker.listen port must be in [0, 65535], got '" + s.worker_listen + "'");
+  w.listen = s.worker_listen;
+  if (!s.worker_metrics.empty()) {
+    const size_t c = s.worker_metrics.rfind(':');
+    const std::string mp = c == std::string::npos ? "" : s.worker_metrics.substr(c + 1);
+    if (c == std::string::npos || c == 0 || mp.empty() || mp.size() > 5 ||
+        mp.find_first_not_of("0123456789") != std::string::npos || std::stoi(mp) > 65535)
+      return Status::Error("worker.metrics_listen must be HOST:PORT, got '" + s.worker_metrics + "'");
+    w.metrics_host = s.worker_metrics.substr(0, c);
+    w.metrics_port = std::stoi(mp);
+  }
+  auto in = [](int64_t x, int64_t lo, int64_t hi, const char* what) {
+    return (x < lo || x > hi) ? Status::Error(std::string(what) + " must be in [" + std::to_string(lo) + ", " +
+                                              std::to_string(hi) + "], got " + std::to_string(x))
+                              : Status::Ok();
+  };
+  for (Status st : {in(s.max_batch, 1, 64, "inference.max_batch"), in(s.max_wait_us, 0, 1000000, "inference.max_wait_us"),
+                    in(s.infer_threads, 1, 64, "inference.threads"), in(s.infer_queue, 1, 4096, "inference.max_queue")})
+    if (!st) return st;
+  w.max_batch = int(s.max_batch);
+  w.max_wait_us = int(s.max_wait_us);
+  w.threads = int(s.infer_threads);
+  w.max_queue = int(s.infer_queue);
+  w.fault_injection = s.fault_injection;
+  return w;
 }
 
 }  // namespace veil

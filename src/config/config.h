@@ -12,6 +12,7 @@
 
 #include "core/status.h"
 #include "media/media_types.h"
+#include "inference/target_pool.h"
 #include "privacy/privacy_stage.h"
 #include "vision/detector.h"
 
@@ -49,6 +50,11 @@ struct Settings {
   // [inference] (veil serve: the in-process AI target)
   int64_t max_batch = 1, max_wait_us = 0, infer_threads = 1, infer_queue = 64;
   bool fault_injection = false;
+  std::string targets = "local", remote_model = "yunet_u8";
+  int64_t remote_threads = 2;
+  double deadline_ms = 500, probe_interval_ms = 200, probe_timeout_ms = 500;
+  // [worker] (veil worker)
+  std::string worker_listen = "127.0.0.1:8001", worker_metrics;
 };
 
 // The live server's settings, validated.
@@ -62,6 +68,19 @@ struct ServerSettings {
   double publisher_timeout_ms = 5000, start_timeout_ms = 30000, budget_ms = 33;
   int max_batch = 1, max_wait_us = 0, infer_threads = 1, infer_queue = 64;
   bool fault_injection = false;  // enables PUT /v1/debug/inference (tests)
+  std::vector<TargetSpec> targets{{"local", ""}};
+  std::string remote_model = "yunet_u8";
+  int remote_threads = 2;
+  double deadline_ms = 500, probe_interval_ms = 200, probe_timeout_ms = 500;
+};
+
+// veil worker's settings, validated.
+struct WorkerSettings {
+  std::string listen = "127.0.0.1:8001";
+  std::string metrics_host;  // empty: no metrics endpoint
+  int metrics_port = 0;
+  int max_batch = 1, max_wait_us = 0, threads = 1, max_queue = 64;
+  bool fault_injection = false;
 };
 
 using Value = std::variant<int64_t, double, bool, std::string>;
@@ -99,6 +118,7 @@ class Config {
   Result<DetectorConfig> BuildDetector() const;
   Result<EncoderOptions> BuildEncoder() const;
   Result<ServerSettings> BuildServer() const;
+  Result<WorkerSettings> BuildWorker() const;
 
  private:
   Status Set(const KeySpec& k, const Value& v, Source src);

@@ -54,6 +54,11 @@ class FaultInjectingDetector : public Detector {
     if (f_->failing()) return Status::Error("injected inference failure");
     return inner_->Detect(images, score);
   }
+  Result<std::vector<std::vector<cv::Mat>>> Forward(const std::vector<cv::Mat>& images) override {
+    f_->WaitWhileStalled();
+    if (f_->failing()) return Status::Error("injected inference failure");
+    return inner_->Forward(images);
+  }
 
  private:
   std::unique_ptr<Detector> inner_;

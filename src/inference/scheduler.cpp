@@ -6,24 +6,33 @@ namespace veil {
 
 const char* OutcomeName(DetectOutcome o) {
   switch (o) {
-    case DetectOutcome::kOk: return "ok";
-    case DetectOutcome::kFailed: return "failed";
-    case DetectOutcome::kStale: return "stale";
-    case DetectOutcome::kSuperseded: return "superseded";
-    case DetectOutcome::kShutdown: return "shutdown";
+    case DetectOutcome::kOk:
+      return "ok";
+    case DetectOutcome::kFailed:
+      return "failed";
+    case DetectOutcome::kStale:
+      return "stale";
+    case DetectOutcome::kSuperseded:
+      return "superseded";
+    case DetectOutcome::kShutdown:
+      return "shutdown";
   }
   return "?";
 }
 
 Status Validate(const SchedulerConfig& c) {
-  if (c.max_batch < 1 || c.max_batch > 64) return Status::Error("inference max_batch must be in [1, 64]");
-  if (c.max_wait_us < 0 || c.max_wait_us > 100000) return Status::Error("inference max_wait_us must be in [0, 100000]");
+  if (c.max_batch < 1 || c.max_batch > 64)
+    return Status::Error("inference max_batch must be in [1, 64]");
+  if (c.max_wait_us < 0 || c.max_wait_us > 100000)
+    return Status::Error("inference max_wait_us must be in [0, 100000]");
   if (c.threads < 1 || c.threads > 64) return Status::Error("inference threads must be in [1, 64]");
-  if (c.max_queue < 1 || c.max_queue > 100000) return Status::Error("inference max_queue must be in [1, 100000]");
+  if (c.max_queue < 1 || c.max_queue > 100000)
+    return Status::Error("inference max_queue must be in [1, 100000]");
   return Status::Ok();
 }
 
-InferenceScheduler::InferenceScheduler(const SchedulerConfig& c, MetricsRegistry* m, const std::string& target)
+InferenceScheduler::InferenceScheduler(const SchedulerConfig& c, MetricsRegistry* m,
+                                       const std::string& target)
     : cfg_(c) {
   if (!m) {
     own_metrics_ = std::make_unique<MetricsRegistry>();
@@ -33,20 +42,24 @@ InferenceScheduler::InferenceScheduler(const SchedulerConfig& c, MetricsRegistry
   std::vector<double> sizes;
   for (int b = 1; b <= 64; b *= 2) sizes.push_back(b);
   batch_size_ = &m->GetHistogram("veil_ai_batch_size", "Frames per inference batch", sizes, l);
-  queue_ms_ = &m->GetHistogram("veil_ai_queue_wait_ms", "Submit to inference start, ms", LatencyBucketsMs(), l);
-  infer_batch_ms_ = &m->GetHistogram("veil_ai_infer_batch_ms", "Inference time per batch, ms", LatencyBucketsMs(), l);
-  infer_frame_ms_ = &m->GetHistogram("veil_ai_infer_frame_ms", "Inference time per frame (batch / size), ms",
+  queue_ms_ = &m->GetHistogram("veil_ai_queue_wait_ms", "Submit to inference start, ms",
+                               LatencyBucketsMs(), l);
+  infer_batch_ms_ = &m->GetHistogram("veil_ai_infer_batch_ms", "Inference time per batch, ms",
                                      LatencyBucketsMs(), l);
-  stale_ = &m->GetCounter("veil_ai_stale_drops_total", "Requests dropped before inference: deadline passed", l);
-  superseded_ = &m->GetCounter("veil_ai_superseded_total", "Requests replaced by a newer frame of the same session", l);
+  infer_frame_ms_ =
+      &m->GetHistogram("veil_ai_infer_frame_ms", "Inference time per frame (batch / size), ms",
+                       LatencyBucketsMs(), l);
+  stale_ = &m->GetCounter("veil_ai_stale_drops_total",
+                          "Requests dropped before inference: deadline passed", l);
+  superseded_ = &m->GetCounter("veil_ai_superseded_total",
+                               "Requests replaced by a newer frame of the same session", l);
   failed_ = &m->GetCounter("veil_ai_failures_total", "Requests whose inference failed", l);
   in_flight_gauge_ = &m->GetGauge("veil_ai_in_flight", "Requests in inference now", l);
 }
 
-Result<std::unique_ptr<InferenceScheduler>> InferenceScheduler::Create(const SchedulerConfig& c,
-                                                                       const DetectorFactory& factory,
-                                                                       MetricsRegistry* metrics,
-                                                                       const std::string& target) {
+Result<std::unique_ptr<InferenceScheduler>> InferenceScheduler::Create(
+    const SchedulerConfig& c, const DetectorFactory& factory, MetricsRegistry* metrics,
+    const std::string& target) {
   if (Status s = Validate(c); !s) return s;
   std::unique_ptr<InferenceScheduler> s(new InferenceScheduler(c, metrics, target));
   for (int i = 0; i < c.threads; ++i) {
@@ -54,11 +67,14 @@ Result<std::unique_ptr<InferenceScheduler>> InferenceScheduler::Create(const Sch
     if (!d) return d.status();
     s->detectors_.push_back(std::move(*d));
   }
-  for (auto& d : s->detectors_) s->threads_.emplace_back([p = s.get(), det = d.get()] { p->Run(det); });
+  for (auto& d : s->detectors_)
+    s->threads_.emplace_back([p = s.get(), det = d.get()] { p->Run(det); });
   return s;
 }
 
-InferenceScheduler::~InferenceScheduler() { Shutdown(); }
+InferenceScheduler::~InferenceScheduler() {
+  Shutdown();
+}
 
 void InferenceScheduler::Finish(Pending& p, DetectResult&& r) {
   r.session = p.req.session;
@@ -130,9 +146,12 @@ bool InferenceScheduler::TakeBatch(std::vector<Pending>& batch, std::vector<Pend
       if (int(queue_.size()) < cfg_.max_batch && NowMs() < wait_until) continue;
       if (queue_.empty()) continue;
     }
-    const cv::Size size = queue_.front().req.image.size();
+    const DetectRequest& first = queue_.front().req;
+    const cv::Size size = first.image.size();
+    const int type = first.image.type();
+    const bool raw = first.raw;
     for (auto it = queue_.begin(); it != queue_.end() && int(batch.size()) < cfg_.max_batch;) {
-      if (it->req.image.size() == size) {
+      if (it->req.image.size() == size && it->req.image.type() == type && it->req.raw == raw) {
         batch.push_back(std::move(*it));
         it = queue_.erase(it);
       } else {
@@ -164,7 +183,13 @@ void InferenceScheduler::Run(Detector* det) {
     // One threshold per batch: the lowest asked for; each request filters its own below.
     float score = batch.front().req.score_threshold;
     for (auto& p : batch) score = std::min(score, p.req.score_threshold);
-    auto res = det->Detect(images, score);
+    const bool raw = batch.front().req.raw;
+    Result<std::vector<Detections>> res = std::vector<Detections>{};
+    Result<std::vector<std::vector<cv::Mat>>> outs = std::vector<std::vector<cv::Mat>>{};
+    if (raw)
+      outs = det->Forward(images);
+    else
+      res = det->Detect(images, score);
     const double t1 = NowMs();
     batch_size_->Observe(double(batch.size()));
     infer_batch_ms_->Observe(t1 - t0);
@@ -175,7 +200,15 @@ void InferenceScheduler::Run(Detector* det) {
       r.infer_ms = t1 - t0;
       r.batch_size = int(batch.size());
       queue_ms_->Observe(r.queue_ms);
-      if (!res || res->size() != batch.size()) {
+      if (raw) {
+        if (!outs || outs->size() != batch.size()) {
+          r.outcome = DetectOutcome::kFailed;
+          r.error = outs ? "detector returned a wrong number of results" : outs.error();
+          failed_->Inc();
+        } else {
+          r.outputs = std::move((*outs)[i]);
+        }
+      } else if (!res || res->size() != batch.size()) {
         r.outcome = DetectOutcome::kFailed;
         r.error = res ? "detector returned a wrong number of results" : res.error();
         failed_->Inc();

@@ -12,10 +12,9 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <opencv2/core.hpp>
 #include <thread>
 #include <vector>
-
-#include <opencv2/core.hpp>
 
 #include "core/metrics.h"
 #include "core/status.h"
@@ -31,40 +30,53 @@ struct DetectResult {
   int64_t frame_index = 0;
   DetectOutcome outcome = DetectOutcome::kOk;
   std::string error;
-  Detections detections;  // in the request image's pixels
-  double queue_ms = 0;    // submit -> inference start
-  double infer_ms = 0;    // the whole batch's forward + decode
+  Detections detections;         // in the request image's pixels
+  std::vector<cv::Mat> outputs;  // raw requests: the network's outputs for this image
+  double queue_ms = 0;           // submit -> inference start
+  double infer_ms = 0;           // the whole batch's forward + decode
   int batch_size = 0;
 };
 
 struct DetectRequest {
   uint64_t session = 0;
   int64_t frame_index = 0;
-  cv::Mat image;              // small BGR copy; owned by the request
+  cv::Mat image;  // small BGR copy (CV_8UC3; raw requests also CV_32FC3); owned by the request
   float score_threshold = 0.3f;
-  double deadline_ms = 0;     // NowMs() clock; 0 = none. Not started by then -> kStale
+  bool raw = false;  // answer with the network's outputs, not decoded detections (remote workers)
+  double deadline_ms = 0;  // NowMs() clock; 0 = none. Not started by then -> kStale
   std::function<void(DetectResult&&)> done;
 };
 
 struct SchedulerConfig {
-  int max_batch = 1;         // frames per forward pass (CPU: 1 pays best, see docs/figures.md)
-  int max_wait_us = 0;       // how long a partial batch may wait for more frames
-  int threads = 1;           // inference threads (one detector each)
-  size_t max_queue = 64;     // pending requests across sessions; the oldest is dropped beyond it
+  int max_batch = 1;      // frames per forward pass (CPU: 1 pays best, see docs/figures.md)
+  int max_wait_us = 0;    // how long a partial batch may wait for more frames
+  int threads = 1;        // inference threads (one detector each)
+  size_t max_queue = 64;  // pending requests across sessions; the oldest is dropped beyond it
 };
 Status Validate(const SchedulerConfig& c);
 
 using DetectorFactory = std::function<Result<std::unique_ptr<Detector>>()>;
 
-class InferenceScheduler {
+// Where a session's detection requests go: one scheduler, or a router over
+// several AI targets. Submit never blocks on inference and every request gets
+// exactly one callback.
+class DetectionSink {
+ public:
+  virtual ~DetectionSink() = default;
+  virtual void Submit(DetectRequest r) = 0;
+};
+
+class InferenceScheduler : public DetectionSink {
  public:
   // Creates `threads` detectors with `factory`; fails if any cannot be made.
   // `metrics` (may be null: private registry) must outlive the scheduler.
-  static Result<std::unique_ptr<InferenceScheduler>> Create(const SchedulerConfig& c, const DetectorFactory& factory,
-                                                            MetricsRegistry* metrics, const std::string& target);
+  static Result<std::unique_ptr<InferenceScheduler>> Create(const SchedulerConfig& c,
+                                                            const DetectorFactory& factory,
+                                                            MetricsRegistry* metrics,
+                                                            const std::string& target);
   ~InferenceScheduler();  // Shutdown()
   // Never blocks on inference. May call the superseded request's callback inline.
-  void Submit(DetectRequest r);
+  void Submit(DetectRequest r) override;
   // Stops the threads; pending requests complete with kShutdown.
   void Shutdown();
   size_t pending() const;
@@ -77,7 +89,7 @@ class InferenceScheduler {
     DetectRequest req;
     double submit_ms;
   };
-  // Takes a batch (same image size, up to max_batch) once it is full or the
+  // Takes a batch (same image size, type and kind, up to max_batch) once it is full or the
   // oldest has waited max_wait_us; returns stale requests separately.
   bool TakeBatch(std::vector<Pending>& batch, std::vector<Pending>& stale);
   static void Finish(Pending& p, DetectResult&& r);

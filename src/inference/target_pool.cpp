@@ -1,6 +1,51 @@
 #include "inference/target_pool.h"
 
 namespace veil {
+namespace {
+
+std::string Trim(const std::string& s) {
+  const size_t a = s.find_first_not_of(" \t"), b = s.find_last_not_of(" \t");
+  return a == std::string::npos ? "" : s.substr(a, b - a + 1);
+}
+
+}  // namespace
+
+Result<std::vector<TargetSpec>> ParseTargets(const std::string& list) {
+  std::vector<TargetSpec> out;
+  size_t pos = 0;
+  while (pos <= list.size()) {
+    const size_t comma = list.find(',', pos);
+    std::string item =
+        Trim(list.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos));
+    pos = comma == std::string::npos ? list.size() + 1 : comma + 1;
+    if (item.empty()) return Status::Error("inference.targets: empty entry in '" + list + "'");
+    TargetSpec t;
+    if (item == "local") {
+      t.name = "local";
+    } else {
+      if (item.rfind("grpc://", 0) == 0) item = item.substr(7);
+      const size_t colon = item.rfind(':');
+      const std::string host = colon == std::string::npos ? "" : item.substr(0, colon);
+      const std::string port = colon == std::string::npos ? "" : item.substr(colon + 1);
+      bool ok = !host.empty() && host.size() <= 253 && !port.empty() && port.size() <= 5 &&
+                host.find_first_not_of(
+                    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-") ==
+                    std::string::npos &&
+                port.find_first_not_of("0123456789") == std::string::npos;
+      if (ok) ok = std::stoi(port) >= 1 && std::stoi(port) <= 65535;
+      if (!ok)
+        return Status::Error("inference.targets: '" + item +
+                             "' is neither 'local' nor HOST:PORT of a KServe v2 gRPC endpoint");
+      t.name = t.endpoint = item;
+    }
+    for (const auto& o : out)
+      if (o.name == t.name)
+        return Status::Error("inference.targets: '" + t.name + "' is listed twice");
+    out.push_back(t);
+  }
+  if (out.size() > 64) return Status::Error("inference.targets: at most 64 targets");
+  return out;
+}
 
 TargetPool::TargetPool(std::vector<std::string> names) {
   for (auto& n : names) {

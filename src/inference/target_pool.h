@@ -14,6 +14,14 @@
 
 namespace veil {
 
+struct TargetSpec {
+  std::string name;      // "local" or the endpoint
+  std::string endpoint;  // host:port; empty for the in-process target
+  bool local() const { return endpoint.empty(); }
+};
+// "local,127.0.0.1:8001,grpc://10.0.0.5:8001" -> specs (order breaks ties).
+Result<std::vector<TargetSpec>> ParseTargets(const std::string& list);
+
 struct TargetState {
   std::string name;
   bool healthy = true;
@@ -38,8 +46,8 @@ class TargetPool {
 
  private:
   mutable std::mutex mu_;
-  std::vector<TargetState> targets_;       // guarded by mu_
-  std::map<uint64_t, int> assignment_;     // guarded by mu_
+  std::vector<TargetState> targets_;    // guarded by mu_
+  std::map<uint64_t, int> assignment_;  // guarded by mu_
 };
 
 }  // namespace veil

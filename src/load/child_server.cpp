@@ -16,7 +16,8 @@
 namespace veil {
 
 Result<std::unique_ptr<ChildServer>> ChildServer::Start(const std::vector<std::string>& args, const std::string& log_path,
-                                                        const std::string& program) {
+                                                        const std::string& program, const std::string& command,
+                                                        const std::string& listen) {
   char self[4096];
   if (program.empty()) {
     const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
@@ -28,7 +29,7 @@ Result<std::unique_ptr<ChildServer>> ChildServer::Start(const std::vector<std::s
   }
   int out[2];
   if (pipe2(out, O_CLOEXEC) != 0) return Status::Error("pipe failed");
-  std::vector<std::string> all = {self, "serve", "--listen", "127.0.0.1:0"};
+  std::vector<std::string> all = {self, command, "--listen", listen};
   all.insert(all.end(), args.begin(), args.end());
   const pid_t pid = fork();
   if (pid < 0) return Status::Error("fork failed");
@@ -64,8 +65,9 @@ Result<std::unique_ptr<ChildServer>> ChildServer::Start(const std::vector<std::s
   const std::string tag = "listening on ";
   const auto at = line.find(tag);
   if (at == std::string::npos)
-    return Status::Error("the server did not start (see " + log_path + ")");
+    return Status::Error(command + " did not start (see " + log_path + ")");
   c->url_ = line.substr(at + tag.size());
+  c->url_ = c->url_.substr(0, c->url_.find(' '));  // "grpc://127.0.0.1:8001 (models ...)" -> the URL
   c->port_ = std::atoi(c->url_.substr(c->url_.rfind(':') + 1).c_str());
   return c;
 }

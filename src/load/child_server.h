@@ -13,10 +13,12 @@ namespace veil {
 
 class ChildServer {
  public:
-  // Runs `program serve --listen 127.0.0.1:0 ARGS...` (program "": this
-  // executable, i.e. veil itself); stderr goes to log_path.
+  // Runs `program COMMAND --listen LISTEN ARGS...` (program "": this
+  // executable, i.e. veil itself; COMMAND serve or worker) and waits for its
+  // "listening on URL" line; stderr goes to log_path.
   static Result<std::unique_ptr<ChildServer>> Start(const std::vector<std::string>& args, const std::string& log_path,
-                                                    const std::string& program = "");
+                                                    const std::string& program = "", const std::string& command = "serve",
+                                                    const std::string& listen = "127.0.0.1:0");
   ~ChildServer();  // Stop()
   const std::string& url() const { return url_; }
   int port() const { return port_; }

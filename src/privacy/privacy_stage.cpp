@@ -45,7 +45,7 @@ Status Validate(const PrivacyConfig& c) {
 PrivacyStage::PrivacyStage(const PrivacyConfig& c, Detector* d)
     : cfg_(c), det_(d), tracker_(c.tracker), every_(c.detect_every > 0 ? c.detect_every : 1) {}
 
-PrivacyStage::PrivacyStage(const PrivacyConfig& c, InferenceScheduler* scheduler, uint64_t session)
+PrivacyStage::PrivacyStage(const PrivacyConfig& c, DetectionSink* scheduler, uint64_t session)
     : cfg_(c), sched_(scheduler), session_(session), tracker_(c.tracker),
       every_(c.detect_every > 0 ? c.detect_every : 1) {}
 

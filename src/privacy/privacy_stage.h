@@ -73,7 +73,7 @@ class PrivacyStage {
   // tracker when they arrive. Until a first result, after a failed one, and
   // whenever the newest result is older than max_result_age_ms, frames fail
   // closed. `scheduler` is not owned and must outlive the stage's use of it.
-  PrivacyStage(const PrivacyConfig& c, InferenceScheduler* scheduler, uint64_t session);
+  PrivacyStage(const PrivacyConfig& c, DetectionSink* scheduler, uint64_t session);
   FrameReport Process(Frame& f);
   void set_mode(Mode m) { cfg_.mode = m; }
   Mode mode() const { return cfg_.mode; }
@@ -94,7 +94,7 @@ class PrivacyStage {
   };
   PrivacyConfig cfg_;
   Detector* det_ = nullptr;
-  InferenceScheduler* sched_ = nullptr;
+  DetectionSink* sched_ = nullptr;
   uint64_t session_ = 0;
   std::shared_ptr<Mailbox> mailbox_ = std::make_shared<Mailbox>();
   bool failing_ = false;  // async: the newest result was a failure

@@ -246,6 +246,16 @@ void HttpApi::Routes() {
     res.set_content(metrics_->ExportText(), "text/plain; version=0.0.4; charset=utf-8");
   });
 
+  h.Get("/v1/targets", [this](const httplib::Request&, httplib::Response& res) {
+    json list = json::array();
+    for (const TargetState& t : sessions_->Targets())
+      list.push_back({{"name", t.name},
+                      {"healthy", t.healthy},
+                      {"active_streams", t.active_streams},
+                      {"latency_ms", t.latency_ms},
+                      {"down_reason", t.down_reason}});
+    Reply(res, 200, {{"targets", list}});
+  });
   h.Get("/v1/sessions", [this](const httplib::Request&, httplib::Response& res) {
     json list = json::array();
     for (const SessionInfo& s : sessions_->List()) list.push_back(SessionJson(s, false));

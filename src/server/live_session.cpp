@@ -10,7 +10,7 @@ LiveSession::LiveSession(const std::string& id, const LiveSessionConfig& c)
     : id_(id), cfg_(c), started_ms_(NowMs()), queue_(c.queue_frames) {}
 
 Result<std::unique_ptr<LiveSession>> LiveSession::Start(const std::string& id, const LiveSessionConfig& c,
-                                                        InferenceScheduler* scheduler, uint64_t scheduler_session,
+                                                        DetectionSink* scheduler, uint64_t scheduler_session,
                                                         MetricsRegistry* metrics) {
   if (!(c.budget_ms > 0 && c.budget_ms <= 10000)) return Status::Error("session budget must be in (0, 10000] ms");
   if (c.queue_frames < 1 || c.queue_frames > 64) return Status::Error("session queue must hold 1..64 frames");

@@ -59,7 +59,7 @@ struct LiveSessionStats {
 class LiveSession {
  public:
   static Result<std::unique_ptr<LiveSession>> Start(const std::string& id, const LiveSessionConfig& c,
-                                                    InferenceScheduler* scheduler, uint64_t scheduler_session,
+                                                    DetectionSink* scheduler, uint64_t scheduler_session,
                                                     MetricsRegistry* metrics);
   ~LiveSession();  // stops the worker and every pipeline, removes its metric series
   const std::string& id() const { return id_; }

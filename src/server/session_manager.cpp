@@ -43,34 +43,41 @@ Result<std::unique_ptr<SessionManager>> SessionManager::Start(const ServerDeps& 
   if (!metrics) return Status::Error("a metrics registry is required");
   if (Status s = Validate(d.privacy); !s) return s;
   std::unique_ptr<SessionManager> m(new SessionManager(d, metrics));
-  SchedulerConfig sc;
-  sc.max_batch = d.server.max_batch;
-  sc.max_wait_us = d.server.max_wait_us;
-  sc.threads = d.server.infer_threads;
-  sc.max_queue = size_t(d.server.infer_queue);
+  RouterConfig rc;
+  rc.targets = d.server.targets;
+  rc.local.max_batch = rc.remote.max_batch = d.server.max_batch;
+  rc.local.max_wait_us = rc.remote.max_wait_us = d.server.max_wait_us;
+  rc.local.max_queue = rc.remote.max_queue = size_t(d.server.infer_queue);
+  rc.local.threads = d.server.infer_threads;
+  rc.remote.threads = d.server.remote_threads;
+  rc.remote_options.model = d.server.remote_model;
+  rc.remote_options.deadline_ms = d.server.deadline_ms;
+  rc.remote_options.nms_iou = d.detector.nms_iou;
+  rc.probe_interval_ms = d.server.probe_interval_ms;
+  rc.probe_timeout_ms = d.server.probe_timeout_ms;
   const DetectorConfig dc = d.detector;
   auto faults = m->faults_;
   const bool inject = d.server.fault_injection;
   auto source = std::make_shared<std::string>();
-  auto sched = InferenceScheduler::Create(
-      sc,
+  auto router = AiRouter::Start(
+      rc,
       [dc, faults, inject, source]() -> Result<std::unique_ptr<Detector>> {
         auto det = LoadDetector(dc, source.get());
         if (!det || !inject) return det;
         return std::unique_ptr<Detector>(std::make_unique<FaultInjectingDetector>(std::move(*det), faults));
       },
-      metrics, "local");
-  if (!sched) return sched.status();
-  m->scheduler_ = std::move(*sched);
-  spdlog::info("AI target 'local': {} ({}), {} inference thread(s), max batch {}, max wait {} us", dc.family, *source,
-               sc.threads, sc.max_batch, sc.max_wait_us);
+      metrics,
+      [p = m.get()](const std::string& type, const std::string& session, const std::string& detail) {
+        p->AddEvent(type, session, detail);
+      });
+  if (!router) return router.status();
+  m->router_ = std::move(*router);
+  if (!source->empty()) spdlog::info("in-process detector: {} ({})", dc.family, *source);
   m->m_sessions_ = &metrics->GetGauge("veil_sessions_active", "Live sessions");
   m->m_created_ = &metrics->GetCounter("veil_sessions_created_total", "Sessions created");
   m->m_rejected_ = &metrics->GetCounter("veil_sessions_rejected_total", "Session creations refused at the session limit");
   m->m_cpu_pct_ = &metrics->GetGauge("veil_process_cpu_percent", "Process CPU over the last second, % of one core");
   m->m_cpu_s_ = &metrics->GetCounter("veil_process_cpu_seconds_total", "Process CPU time, s");
-  m->m_target_streams_ = &metrics->GetGauge("veil_ai_target_active_streams", "Sessions assigned to the AI target",
-                                            {{"target", "local"}});
   m->housekeeping_ = std::thread([p = m.get()] { p->Housekeeping(); });
   return m;
 }
@@ -84,7 +91,7 @@ SessionManager::~SessionManager() {
   hk_cv_.notify_all();
   if (housekeeping_.joinable()) housekeeping_.join();
   faults_->Set(false, false);  // a stalled detector must not hold the scheduler's shutdown
-  if (scheduler_) scheduler_->Shutdown();
+  if (router_) router_->Shutdown();
 }
 
 void SessionManager::AddEvent(const std::string& type, const std::string& session, const std::string& detail) {
@@ -148,14 +155,14 @@ ApiError SessionManager::Create(const CreateSpec& spec, const std::string& calle
     sched_id = next_sched_id_++;
     sessions_.emplace(id, Entry{});  // reserves the id; filled below
   }
-  auto target = targets_.Assign(sched_id);
-  Result<std::unique_ptr<LiveSession>> s =
-      target ? LiveSession::Start(id, c, scheduler_.get(), sched_id, metrics_) : Result<std::unique_ptr<LiveSession>>(target.status());
+  // Assigned now (stable); with no healthy target the session still starts, fail-closed until one is up.
+  const std::string target = router_->Attach(sched_id, id);
+  Result<std::unique_ptr<LiveSession>> s = LiveSession::Start(id, c, router_.get(), sched_id, metrics_);
   std::unique_lock lk(mu_);
   --creating_;
   if (!s || draining_) {
     sessions_.erase(id);
-    targets_.Release(sched_id);
+    router_->Detach(sched_id);
     if (!s) return {500, "cannot start session: " + s.error()};
     lk.unlock();
     s->reset();
@@ -170,19 +177,19 @@ ApiError SessionManager::Create(const CreateSpec& spec, const std::string& calle
   e.info.ingest_host = c.ingest_address;
   e.info.video_port = e.session->ingest_port();
   e.info.audio_port = e.session->audio_port();
-  e.info.target = "local";
   m_created_->Inc();
   m_sessions_->Set(double(sessions_.size()));
-  m_target_streams_->Set(double(targets_.Snapshot()[0].active_streams));
   *out = Snapshot(e);
   AddEvent("session_created", id,
-           "codec=" + c.codec + " mode=" + ModeName(c.privacy.mode) + " video_port=" +
+           "codec=" + c.codec + " mode=" + ModeName(c.privacy.mode) + " ai_target=" + (target.empty() ? "none" : target) +
+               " video_port=" +
                std::to_string(e.info.video_port) + " audio_port=" + std::to_string(e.info.audio_port) + " by " + caller);
   return {};
 }
 
 SessionInfo SessionManager::Snapshot(const Entry& e) const {
   SessionInfo i = e.info;
+  i.target = router_->TargetOf(e.sched_id);
   if (e.session) {
     i.mode = e.session->mode();
     i.stats = e.session->stats();
@@ -198,10 +205,9 @@ std::unique_ptr<LiveSession> SessionManager::Take(const std::string& id, const s
     auto it = sessions_.find(id);
     if (it == sessions_.end() || !it->second.session) return nullptr;
     s = std::move(it->second.session);
-    targets_.Release(it->second.sched_id);
+    router_->Detach(it->second.sched_id);
     sessions_.erase(it);
     m_sessions_->Set(double(sessions_.size()));
-    m_target_streams_->Set(double(targets_.Snapshot()[0].active_streams));
   }
   const LiveSessionStats st = s->stats();
   AddEvent(reason == "error" ? "session_error" : "session_ended", id,
@@ -301,11 +307,13 @@ ApiError SessionManager::InjectFault(bool stall, bool fail, const std::string& c
 std::string SessionManager::NotReadyReason() const {
   std::lock_guard lk(mu_);
   if (draining_) return "shutting down";
-  if (!targets_.AnyHealthy()) return "no healthy AI target: anonymize sessions are fail-closed";
+  if (std::string why = router_->NotReadyReason(); !why.empty()) return why;
   if (int(sessions_.size()) + creating_ >= deps_.server.max_sessions)
     return "at the session limit (" + std::to_string(deps_.server.max_sessions) + ")";
   return "";
 }
+
+std::vector<TargetState> SessionManager::Targets() const { return router_->Snapshot(); }
 
 size_t SessionManager::session_count() const {
   std::lock_guard lk(mu_);

@@ -1,5 +1,6 @@
-// The live server's model: sessions, their viewers, the shared inference
-// scheduler (one per AI target; the in-process target today) and the
+// The live server's model: sessions, their viewers, the AI targets (one
+// inference scheduler each, sessions assigned by fewest streams, failover:
+// inference/ai_router.h) and the
 // housekeeping that ends sessions whose publisher went away or whose
 // pipeline failed. Transport-neutral: the HTTP API (http_api) and later
 // WebRTC call into it. Every change of state is an event (kept in a ring for
@@ -19,8 +20,7 @@
 #include "config/config.h"
 #include "core/metrics.h"
 #include "inference/fault_injection.h"
-#include "inference/scheduler.h"
-#include "inference/target_pool.h"
+#include "inference/ai_router.h"
 #include "server/live_session.h"
 
 namespace veil {
@@ -87,6 +87,8 @@ class SessionManager {
   // Readiness: empty when new sessions can be taken, else why not.
   std::string NotReadyReason() const;
   size_t session_count() const;
+  // The AI targets: health, streams, recent latency, why down.
+  std::vector<TargetState> Targets() const;
   // Ends every session (reason "shutdown") and refuses new ones. Idempotent.
   void Shutdown();
   const ServerDeps& deps() const { return deps_; }
@@ -108,8 +110,7 @@ class SessionManager {
   const ServerDeps deps_;
   MetricsRegistry* metrics_;
   std::shared_ptr<FaultInjector> faults_ = std::make_shared<FaultInjector>();
-  std::unique_ptr<InferenceScheduler> scheduler_;
-  TargetPool targets_{{"local"}};
+  std::unique_ptr<AiRouter> router_;
   mutable std::mutex mu_;
   std::map<std::string, Entry> sessions_;  // guarded by mu_
   int creating_ = 0;                       // guarded by mu_: sessions being started (count toward the limit)
@@ -123,7 +124,7 @@ class SessionManager {
   std::condition_variable hk_cv_;
   bool hk_stop_ = false;  // guarded by hk_mu_
   // Server-wide metrics.
-  Gauge *m_sessions_ = nullptr, *m_cpu_pct_ = nullptr, *m_target_streams_ = nullptr;
+  Gauge *m_sessions_ = nullptr, *m_cpu_pct_ = nullptr;
   Counter *m_created_ = nullptr, *m_rejected_ = nullptr, *m_cpu_s_ = nullptr;
 };
 

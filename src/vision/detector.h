@@ -22,6 +22,12 @@ class Detector {
                                                  float score_threshold) = 0;
   // Whether N images cost one forward pass (true) or N (false).
   virtual bool native_batch() const = 0;
+  // The network's raw outputs for every image (what a remote AI target
+  // serves; the caller decodes them). Images are BGR 0..255 as CV_8UC3 or
+  // CV_32FC3, all one size. Detectors that cannot do this say so.
+  virtual Result<std::vector<std::vector<cv::Mat>>> Forward(const std::vector<cv::Mat>& images) {
+    return Status::Error(name() + ": raw outputs are not supported");
+  }
 };
 
 // A detector over an OpenCV DNN graph: validates the images, runs them as one

@@ -4,14 +4,39 @@
 
 namespace veil {
 namespace {
-const std::vector<std::string>& OutputNames() {
+constexpr int kStrides[3] = {8, 16, 32};
+
+template <typename T>
+void CopyPlanes(const cv::Mat& im, cv::Size padded, float* c0, float* c1, float* c2) {
+  for (int y = 0; y < std::min(im.rows, padded.height); ++y) {
+    const T* p = im.ptr<T>(y);
+    const size_t o = size_t(y) * padded.width;
+    const int w = std::min(im.cols, padded.width);
+    for (int x = 0; x < w; ++x) {
+      c0[o + x] = float(p[3 * x]);
+      c1[o + x] = float(p[3 * x + 1]);
+      c2[o + x] = float(p[3 * x + 2]);
+    }
+  }
+}
+}  // namespace
+
+const std::vector<std::string>& YuNetOutputNames() {
   static const std::vector<std::string> n = {"cls_8",  "cls_16",  "cls_32",  "obj_8",
                                              "obj_16", "obj_32",  "bbox_8",  "bbox_16",
                                              "bbox_32", "kps_8",  "kps_16",  "kps_32"};
   return n;
 }
-constexpr int kStrides[3] = {8, 16, 32};
-}  // namespace
+
+int YuNetAnchors(int index, cv::Size padded) {
+  const int s = kStrides[index % 3];
+  return (padded.width / s) * (padded.height / s);
+}
+
+int YuNetColumns(int index) {
+  static const int cols[4] = {1, 1, 4, 10};
+  return cols[index / 3];
+}
 
 cv::Size YuNetPaddedSize(cv::Size s) { return {(s.width + 31) / 32 * 32, (s.height + 31) / 32 * 32}; }
 
@@ -26,16 +51,8 @@ void YuNetBlob(const std::vector<cv::Mat>& images, cv::Size padded, cv::Mat& blo
     float* c1 = c0 + plane;
     float* c2 = c1 + plane;
     std::fill(c0, c0 + 3 * plane, 0.f);  // padding
-    for (int y = 0; y < std::min(im.rows, padded.height); ++y) {
-      const uint8_t* p = im.ptr<uint8_t>(y);
-      const size_t o = size_t(y) * padded.width;
-      const int w = std::min(im.cols, padded.width);
-      for (int x = 0; x < w; ++x) {
-        c0[o + x] = p[3 * x];
-        c1[o + x] = p[3 * x + 1];
-        c2[o + x] = p[3 * x + 2];
-      }
-    }
+    if (im.type() == CV_32FC3) CopyPlanes<float>(im, padded, c0, c1, c2);
+    else CopyPlanes<uint8_t>(im, padded, c0, c1, c2);
   }
 }
 
@@ -70,20 +87,52 @@ Detections YuNetDecode(const std::vector<cv::Mat>& outs, int b, cv::Size padded,
   return Nms(std::move(dets), nms_iou);
 }
 
-Result<std::vector<Detections>> YuNetDetector::RunBatch(const std::vector<cv::Mat>& images, float score) {
-  const cv::Size padded = YuNetPaddedSize(images[0].size());
+Result<std::vector<cv::Mat>> YuNetDetector::Run(const std::vector<cv::Mat>& images, cv::Size padded) {
   YuNetBlob(images, padded, blob_);
   std::vector<cv::Mat> outs;
   try {
     net_.setInput(blob_);
-    net_.forward(outs, OutputNames());
+    net_.forward(outs, YuNetOutputNames());
   } catch (const cv::Exception& e) {
     return Status::Error(std::string("yunet forward failed: ") + e.what());
   }
   if (outs.size() != 12) return Status::Error("yunet: unexpected output count");
-  const size_t n8 = static_cast<size_t>(padded.width / 8) * (padded.height / 8);
-  if (outs[0].total() != n8 * images.size())
-    return Status::Error("yunet: output shape does not match batch " + std::to_string(images.size()));
+  for (int k = 0; k < 12; ++k)
+    if (outs[k].type() != CV_32F || !outs[k].isContinuous() ||
+        outs[k].total() != size_t(YuNetAnchors(k, padded)) * YuNetColumns(k) * images.size())
+      return Status::Error("yunet: output " + YuNetOutputNames()[k] + " does not match batch " +
+                           std::to_string(images.size()));
+  return outs;
+}
+
+Result<std::vector<std::vector<cv::Mat>>> YuNetDetector::Forward(const std::vector<cv::Mat>& images) {
+  if (images.empty()) return std::vector<std::vector<cv::Mat>>{};
+  for (const auto& im : images)
+    if (im.empty() || (im.type() != CV_8UC3 && im.type() != CV_32FC3) || im.size() != images[0].size() ||
+        im.type() != images[0].type())
+      return Status::Error("yunet: images must be non-empty BGR (CV_8UC3 or CV_32FC3) of one size and type");
+  const cv::Size padded = YuNetPaddedSize(images[0].size());
+  auto outs = Run(images, padded);
+  if (!outs) return outs.status();
+  std::vector<std::vector<cv::Mat>> per_image(images.size());
+  for (size_t b = 0; b < images.size(); ++b) {
+    for (int k = 0; k < 12; ++k) {
+      const int a = YuNetAnchors(k, padded), c = YuNetColumns(k);
+      const int sz[3] = {1, a, c};
+      cv::Mat m(3, sz, CV_32F);
+      const float* src = (*outs)[k].ptr<float>() + b * size_t(a) * c;
+      std::copy(src, src + size_t(a) * c, m.ptr<float>());
+      per_image[b].push_back(std::move(m));
+    }
+  }
+  return per_image;
+}
+
+Result<std::vector<Detections>> YuNetDetector::RunBatch(const std::vector<cv::Mat>& images, float score) {
+  const cv::Size padded = YuNetPaddedSize(images[0].size());
+  auto outs_r = Run(images, padded);
+  if (!outs_r) return outs_r.status();
+  const std::vector<cv::Mat>& outs = *outs_r;
   std::vector<Detections> res;
   for (size_t b = 0; b < images.size(); ++b)
     res.push_back(YuNetDecode(outs, int(b), padded, images[b].size(), score, nms_));

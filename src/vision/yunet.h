@@ -9,9 +9,17 @@ namespace veil {
 
 // Inputs are padded (right/bottom, zeros) to a multiple of 32.
 cv::Size YuNetPaddedSize(cv::Size s);
-// NCHW float blob, BGR 0..255, of the images zero-padded (right/bottom) to
-// `padded`, written into `blob` (reused across calls: no per-frame allocation;
-// OpenCV 4.6's blobFromImages allocates and costs ~18 ms at 640x384 here).
+// The 12 output names in the order YuNetDecode expects: cls_{8,16,32},
+// obj_{8,16,32}, bbox_{8,16,32}, kps_{8,16,32}. Decoding reads the first 9.
+const std::vector<std::string>& YuNetOutputNames();
+constexpr int kYuNetDecodeOutputs = 9;
+// Anchors of output `index` (0..11) for a padded input; its columns (1, 4 or 10).
+int YuNetAnchors(int index, cv::Size padded);
+int YuNetColumns(int index);
+// NCHW float blob, BGR 0..255, of the images (CV_8UC3 or CV_32FC3)
+// zero-padded (right/bottom) to `padded`, written into `blob` (reused across
+// calls: no per-frame allocation; OpenCV 4.6's blobFromImages allocates and
+// costs ~18 ms at 640x384 here).
 void YuNetBlob(const std::vector<cv::Mat>& images, cv::Size padded, cv::Mat& blob);
 // Decodes one batch item from the 12 outputs ordered cls_{8,16,32},
 // obj_{8,16,32}, bbox_{8,16,32}, kps_{8,16,32}. Boxes are clipped to `image`.
@@ -22,6 +30,9 @@ class YuNetDetector : public DnnDetector {
  public:
   explicit YuNetDetector(cv::dnn::Net net, float nms_iou) : net_(std::move(net)), nms_(nms_iou) {}
   std::string name() const override { return "yunet"; }
+  // Per image, the 12 outputs (YuNetOutputNames order), each [1, anchors, columns].
+  Result<std::vector<std::vector<cv::Mat>>> Forward(const std::vector<cv::Mat>& images) override;
+
  protected:
   Result<std::vector<Detections>> RunBatch(const std::vector<cv::Mat>& images, float score) override;
 
@@ -29,6 +40,8 @@ class YuNetDetector : public DnnDetector {
   cv::dnn::Net net_;
   cv::Mat blob_;
   float nms_;
+  // The 12 outputs of one forward pass over `images` (validated shapes).
+  Result<std::vector<cv::Mat>> Run(const std::vector<cv::Mat>& images, cv::Size padded);
 };
 
 }  // namespace veil

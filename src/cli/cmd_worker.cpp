@@ -1,0 +1,103 @@
+// veil worker: a remote AI target. Serves the detector over the KServe v2 /
+// Open Inference Protocol gRPC API with the same batching scheduler the
+// server uses in-process; `veil serve --targets HOST:PORT,...` uses it, and so
+// can any KServe v2 client. SIGTERM/SIGINT: not ready, finish calls, exit 0.
+#include <httplib.h>
+#include <pthread.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <csignal>
+#include <cstdio>
+#include <memory>
+#include <thread>
+
+#include "cli/cmd_anonymize.h"
+#include "cli/options.h"
+#include "inference/worker_service.h"
+#include "transport/net/udp.h"
+
+namespace veil::cli {
+
+void RegisterWorker(CLI::App& app, int* rc) {
+  struct Opts {
+    ConfigOptions config;
+  };
+  auto o = std::make_shared<Opts>();
+  CLI::App* sub =
+      app.add_subcommand("worker", "Run a remote AI target: face detection over KServe v2 gRPC");
+  AddConfigOptions(*sub, o->config, {}, FlagSet::kWorker);
+  sub->callback([o, rc] {
+    auto cfg = Resolve(o->config);
+    if (!cfg) return Fail(rc, 2, cfg.error());
+    auto ws = cfg->config.BuildWorker();
+    if (!ws) return Fail(rc, 2, ws.error());
+    if (PrintConfigIfAsked(o->config, cfg->config)) return;
+    if (cfg->detector.family != "yunet")
+      return Fail(rc, 2,
+                  "veil worker serves the yunet detector family (detector.family = yunet), got '" +
+                      cfg->detector.family + "'");
+
+    sigset_t sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGINT);
+    sigaddset(&sigs, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
+    signal(SIGPIPE, SIG_IGN);
+    auto log = spdlog::stderr_color_mt("veil");
+    spdlog::set_default_logger(log);
+    spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
+
+    WorkerOptions wo;
+    wo.listen = ws->listen;
+    wo.scheduler.max_batch = ws->max_batch;
+    wo.scheduler.max_wait_us = ws->max_wait_us;
+    wo.scheduler.threads = ws->threads;
+    wo.scheduler.max_queue = size_t(ws->max_queue);
+    const DetectorConfig dc = cfg->detector;
+    auto source = std::make_shared<std::string>();
+    MetricsRegistry metrics;
+    auto worker = Worker::Start(
+        wo, [dc, source]() { return LoadDetector(dc, source.get()); }, &metrics);
+    if (!worker) return Fail(rc, 2, worker.error());
+    const std::string host = ws->listen.substr(0, ws->listen.rfind(':'));
+    std::printf("veil worker: listening on grpc://%s:%d (models yunet, yunet_u8)\n", host.c_str(),
+                (*worker)->port());
+    std::fflush(stdout);
+    spdlog::info("detector {} ({}); {} inference thread(s), max batch {}, max wait {} us",
+                 dc.family, *source, ws->threads, ws->max_batch, ws->max_wait_us);
+    if (!IsLoopback(host))
+      spdlog::warn(
+          "worker.listen {} is not loopback: the KServe v2 gRPC API has no authentication; "
+          "keep it on a private network",
+          ws->listen);
+
+    httplib::Server http;
+    std::thread http_thread;
+    if (!ws->metrics_host.empty()) {
+      http.Get("/metrics", [&metrics](const httplib::Request&, httplib::Response& res) {
+        res.set_content(metrics.ExportText(), "text/plain; version=0.0.4; charset=utf-8");
+      });
+      http.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
+        res.set_content("{\"status\":\"ok\"}", "application/json");
+      });
+      if (!http.bind_to_port(ws->metrics_host, ws->metrics_port))
+        return Fail(
+            rc, 2, "cannot listen on " + ws->metrics_host + ":" + std::to_string(ws->metrics_port));
+      http_thread = std::thread([&http] { http.listen_after_bind(); });
+      spdlog::info("metrics on http://{}:{}/metrics", ws->metrics_host, ws->metrics_port);
+    }
+    int sig = 0;
+    sigwait(&sigs, &sig);
+    spdlog::info("{}: finishing calls in progress", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+    (*worker)->Shutdown();
+    if (http_thread.joinable()) {
+      http.stop();
+      http_thread.join();
+    }
+    spdlog::info("stopped cleanly");
+    spdlog::shutdown();
+  });
+}
+
+}  // namespace veil::cli
