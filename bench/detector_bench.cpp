@@ -6,6 +6,7 @@
 #include "bench_util.h"
 
 #include "vision/detector.h"
+#include "vision/model_registry.h"
 #include "vision/preprocess.h"
 #include "vision/yunet.h"
 
@@ -80,6 +81,42 @@ void BM_YuNetDetect(benchmark::State& st) {
       benchmark::Counter(double(batch), benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
 }
 BENCHMARK(BM_YuNetDetect)->Args({320, 180, 1})->Args({640, 360, 1})->Args({640, 360, 4})->Unit(benchmark::kMillisecond);
+
+// Batches of varying size, as a scheduler forms them (3, 4, 2, 4, 1 ...):
+// arg 0 = one network for every shape (OpenCV re-plans it at each change),
+// arg 1 = one network per shape (what LoadDetector builds). Same frames, one run.
+void BM_YuNetMixedBatches(benchmark::State& st) {
+  auto model = ResolveModel("yunet", "", "");
+  if (!model.ok()) {
+    st.SkipWithError(model.error().c_str());
+    return;
+  }
+  std::unique_ptr<Detector> d;
+  if (st.range(0) == 1) {
+    auto l = LoadDetector({});
+    if (!l.ok()) {
+      st.SkipWithError(l.error().c_str());
+      return;
+    }
+    d = std::move(*l);
+  } else {
+    cv::dnn::Net net = cv::dnn::readNetFromONNX(reinterpret_cast<const char*>(model->bytes.data()), model->bytes.size());
+    d = std::make_unique<YuNetDetector>(std::move(net), 0.3f);
+  }
+  auto f = NoiseFrame();
+  cv::Mat bgr;
+  DownscaleToBgr(*f, {640, 360}, bgr);
+  const int sizes[] = {3, 4, 2, 4, 1, 4, 3};
+  for (int n : sizes) d->Detect(std::vector<cv::Mat>(size_t(n), bgr), 0.3f);  // warm-up: every shape seen once
+  int frames = 0;
+  for (auto _ : st)
+    for (int n : sizes) {
+      benchmark::DoNotOptimize(d->Detect(std::vector<cv::Mat>(size_t(n), bgr), 0.3f));
+      frames += n;
+    }
+  st.counters["s_per_frame"] = benchmark::Counter(double(frames), benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+BENCHMARK(BM_YuNetMixedBatches)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->Iterations(3);
 
 }  // namespace
 }  // namespace veil

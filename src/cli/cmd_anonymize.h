@@ -10,4 +10,5 @@ void RegisterPublish(CLI::App& app, int* rc);
 void RegisterView(CLI::App& app, int* rc);
 void RegisterLoad(CLI::App& app, int* rc);
 void RegisterWorker(CLI::App& app, int* rc);
+void RegisterBenchAi(CLI::App& app, int* rc);
 }  // namespace veil::cli

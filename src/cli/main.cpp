@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
   veil::cli::RegisterView(app, &rc);
   veil::cli::RegisterLoad(app, &rc);
   veil::cli::RegisterWorker(app, &rc);
+  veil::cli::RegisterBenchAi(app, &rc);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -22,6 +22,7 @@ class ChildServer {
   ~ChildServer();  // Stop()
   const std::string& url() const { return url_; }
   int port() const { return port_; }
+  pid_t pid() const { return pid_; }
   bool alive();
   // Sends `sig` and waits up to timeout_ms (then SIGKILL); the exit code
   // (128 + signal when killed by one).

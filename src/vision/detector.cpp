@@ -55,7 +55,20 @@ Result<std::unique_ptr<Detector>> LoadDetector(const DetectorConfig& c, std::str
     return Status::Error("cannot load " + c.family + " model (" + model->source + "): " + e.what());
   }
   if (net.empty()) return Status::Error("cannot load " + c.family + " model: empty network");
-  if (c.family == "yunet") return std::unique_ptr<Detector>(new YuNetDetector(std::move(net), c.nms_iou));
+  if (c.family == "yunet") {
+    auto bytes = std::make_shared<std::vector<unsigned char>>(std::move(model->bytes));
+    auto more = [bytes]() -> Result<cv::dnn::Net> {
+      try {
+        cv::dnn::Net n = cv::dnn::readNetFromONNX(reinterpret_cast<const char*>(bytes->data()), bytes->size());
+        n.setPreferableBackend(cv::dnn::DNN_BACKEND_OPENCV);
+        n.setPreferableTarget(cv::dnn::DNN_TARGET_CPU);
+        return n;
+      } catch (const cv::Exception& e) {
+        return Status::Error(std::string("yunet: cannot copy the network: ") + e.what());
+      }
+    };
+    return std::unique_ptr<Detector>(new YuNetDetector(std::move(net), c.nms_iou, more));
+  }
   const cv::Size in(model->spec.input_w, model->spec.input_h);
   if (in.width == 0)
     return Status::Error("ultraface: unknown input geometry for a custom model file; "

@@ -87,12 +87,26 @@ Detections YuNetDecode(const std::vector<cv::Mat>& outs, int b, cv::Size padded,
   return Nms(std::move(dets), nms_iou);
 }
 
+Result<cv::dnn::Net*> YuNetDetector::NetFor(int batch, cv::Size padded) {
+  if (!make_net_) return &net_;
+  const auto key = std::make_tuple(batch, padded.width, padded.height);
+  if (auto it = nets_.find(key); it != nets_.end()) return &it->second;
+  constexpr size_t kMaxShapes = 8;  // bounded: an odd mix of sizes cannot grow memory without end
+  if (nets_.size() >= kMaxShapes) nets_.erase(nets_.begin());
+  if (nets_.empty()) return &nets_.emplace(key, net_).first->second;  // the first shape uses the loaded network
+  auto n = make_net_();
+  if (!n) return n.status();
+  return &nets_.emplace(key, std::move(*n)).first->second;
+}
+
 Result<std::vector<cv::Mat>> YuNetDetector::Run(const std::vector<cv::Mat>& images, cv::Size padded) {
+  auto net = NetFor(int(images.size()), padded);
+  if (!net) return net.status();
   YuNetBlob(images, padded, blob_);
   std::vector<cv::Mat> outs;
   try {
-    net_.setInput(blob_);
-    net_.forward(outs, YuNetOutputNames());
+    (*net)->setInput(blob_);
+    (*net)->forward(outs, YuNetOutputNames());
   } catch (const cv::Exception& e) {
     return Status::Error(std::string("yunet forward failed: ") + e.what());
   }

@@ -1,6 +1,10 @@
 // YuNet 2023mar (libfacedetection.train), decoded by hand: OpenCV 4.6's
 // FaceDetectorYN cannot read this model's 12 outputs.
 #pragma once
+#include <functional>
+#include <map>
+#include <tuple>
+
 #include <opencv2/dnn.hpp>
 
 #include "vision/detector.h"
@@ -26,9 +30,18 @@ void YuNetBlob(const std::vector<cv::Mat>& images, cv::Size padded, cv::Mat& blo
 Detections YuNetDecode(const std::vector<cv::Mat>& outs, int batch_index, cv::Size padded,
                        cv::Size image, float score_threshold, float nms_iou);
 
+// OpenCV 4.6 DNN re-plans a network (allocates every layer again) whenever
+// its input shape changes, which costs more than the forward pass itself:
+// batches of 3, 4, 3, 2 ... from a scheduler ran at half the throughput of
+// constant batches (docs/figures.md). So the detector keeps one network per
+// input shape (batch x padded size), made on first use by `make_net`.
 class YuNetDetector : public DnnDetector {
  public:
-  explicit YuNetDetector(cv::dnn::Net net, float nms_iou) : net_(std::move(net)), nms_(nms_iou) {}
+  using NetFactory = std::function<Result<cv::dnn::Net>()>;
+  // `make_net` (optional) builds another copy of the network; without it one
+  // network serves every shape.
+  YuNetDetector(cv::dnn::Net net, float nms_iou, NetFactory make_net = {})
+      : net_(std::move(net)), nms_(nms_iou), make_net_(std::move(make_net)) {}
   std::string name() const override { return "yunet"; }
   // Per image, the 12 outputs (YuNetOutputNames order), each [1, anchors, columns].
   Result<std::vector<std::vector<cv::Mat>>> Forward(const std::vector<cv::Mat>& images) override;
@@ -37,9 +50,12 @@ class YuNetDetector : public DnnDetector {
   Result<std::vector<Detections>> RunBatch(const std::vector<cv::Mat>& images, float score) override;
 
  private:
+  Result<cv::dnn::Net*> NetFor(int batch, cv::Size padded);
   cv::dnn::Net net_;
   cv::Mat blob_;
   float nms_;
+  NetFactory make_net_;
+  std::map<std::tuple<int, int, int>, cv::dnn::Net> nets_;  // (batch, width, height) -> its own network
   // The 12 outputs of one forward pass over `images` (validated shapes).
   Result<std::vector<cv::Mat>> Run(const std::vector<cv::Mat>& images, cv::Size padded);
 };
