@@ -4,7 +4,6 @@
 // can any KServe v2 client. SIGTERM/SIGINT: not ready, finish calls, exit 0.
 #include <httplib.h>
 #include <pthread.h>
-#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include <csignal>
@@ -14,6 +13,7 @@
 
 #include "cli/cmd_anonymize.h"
 #include "cli/options.h"
+#include "cli/service.h"
 #include "inference/worker_service.h"
 #include "transport/net/udp.h"
 
@@ -39,14 +39,7 @@ void RegisterWorker(CLI::App& app, int* rc) {
                       cfg->detector.family + "'");
 
     sigset_t sigs;
-    sigemptyset(&sigs);
-    sigaddset(&sigs, SIGINT);
-    sigaddset(&sigs, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
-    signal(SIGPIPE, SIG_IGN);
-    auto log = spdlog::stderr_color_mt("veil");
-    spdlog::set_default_logger(log);
-    spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
+    PrepareService(&sigs);  // before any thread starts
 
     WorkerOptions wo;
     wo.listen = ws->listen;
@@ -87,9 +80,7 @@ void RegisterWorker(CLI::App& app, int* rc) {
       http_thread = std::thread([&http] { http.listen_after_bind(); });
       spdlog::info("metrics on http://{}:{}/metrics", ws->metrics_host, ws->metrics_port);
     }
-    int sig = 0;
-    sigwait(&sigs, &sig);
-    spdlog::info("{}: finishing calls in progress", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+    spdlog::info("{}: finishing calls in progress", WaitForStop(sigs));
     (*worker)->Shutdown();
     if (http_thread.joinable()) {
       http.stop();

@@ -335,6 +335,14 @@ Result<EncoderOptions> Config::BuildEncoder() const {
   return e;
 }
 
+namespace {
+Status InRange(int64_t x, int64_t lo, int64_t hi, const char* what) {
+  return (x < lo || x > hi) ? Status::Error(std::string(what) + " must be in [" + std::to_string(lo) + ", " +
+                                            std::to_string(hi) + "], got " + std::to_string(x))
+                            : Status::Ok();
+}
+}  // namespace
+
 Result<ServerSettings> Config::BuildServer() const {
   const Settings& s = s_;
   ServerSettings v;
@@ -360,11 +368,7 @@ Result<ServerSettings> Config::BuildServer() const {
   if (s.viewer_hosts != "loopback" && s.viewer_hosts != "any")
     return Status::Error("server.viewer_hosts must be loopback or any, got '" + s.viewer_hosts + "'");
   v.any_viewer_host = s.viewer_hosts == "any";
-  auto in = [](int64_t x, int64_t lo, int64_t hi, const char* what) {
-    return (x < lo || x > hi) ? Status::Error(std::string(what) + " must be in [" + std::to_string(lo) + ", " +
-                                              std::to_string(hi) + "], got " + std::to_string(x))
-                              : Status::Ok();
-  };
+  const auto in = InRange;
   auto inf = [](double x, double lo, double hi, const char* what) {
     return (!(x >= lo && x <= hi)) ? Status::Error(std::string(what) + " must be in [" + FormatValue(lo) + ", " +
                                                    FormatValue(hi) + "], got " + FormatValue(x))
@@ -425,11 +429,7 @@ Result<WorkerSettings> Config::BuildWorker() const {
     w.metrics_host = s.worker_metrics.substr(0, c);
     w.metrics_port = std::stoi(mp);
   }
-  auto in = [](int64_t x, int64_t lo, int64_t hi, const char* what) {
-    return (x < lo || x > hi) ? Status::Error(std::string(what) + " must be in [" + std::to_string(lo) + ", " +
-                                              std::to_string(hi) + "], got " + std::to_string(x))
-                              : Status::Ok();
-  };
+  const auto in = InRange;
   for (Status st : {in(s.max_batch, 1, 64, "inference.max_batch"), in(s.max_wait_us, 0, 1000000, "inference.max_wait_us"),
                     in(s.infer_threads, 1, 64, "inference.threads"), in(s.infer_queue, 1, 4096, "inference.max_queue")})
     if (!st) return st;

@@ -73,14 +73,24 @@ RemoteTarget::RemoteTarget(RemoteOptions o, MetricsRegistry* metrics, const std:
 
 RemoteTarget::~RemoteTarget() = default;
 
-Status RemoteTarget::FetchMetadata() {
+// One health or metadata call with the probe deadline; `call` issues it on the stub.
+template <typename Call>
+Status ProbeCall(double timeout_ms, const std::string& what, Call call) {
   grpc::ClientContext ctx;
-  ctx.set_deadline(After(o_.probe_timeout_ms));
+  ctx.set_deadline(After(timeout_ms));
+  grpc::Status s = call(&ctx);
+  return s.ok() ? Status::Ok() : Status::Error(what + ": " + Why(s));
+}
+
+Status RemoteTarget::FetchMetadata() {
   inference::ModelMetadataRequest req;
   req.set_name(o_.model);
   inference::ModelMetadataResponse resp;
-  grpc::Status s = rpc_->stub->ModelMetadata(&ctx, req, &resp);
-  if (!s.ok()) return Status::Error("ModelMetadata(" + o_.model + "): " + Why(s));
+  if (Status s = ProbeCall(
+          o_.probe_timeout_ms, "ModelMetadata(" + o_.model + ")",
+          [&](grpc::ClientContext* c) { return rpc_->stub->ModelMetadata(c, req, &resp); });
+      !s)
+    return s;
   auto m = kserve::ParseMetadata(resp);
   if (!m) return m.status();
   std::lock_guard lk(mu_);
@@ -89,24 +99,22 @@ Status RemoteTarget::FetchMetadata() {
 }
 
 Status RemoteTarget::Probe() {
-  {
-    grpc::ClientContext ctx;
-    ctx.set_deadline(After(o_.probe_timeout_ms));
-    inference::ServerReadyResponse resp;
-    grpc::Status s = rpc_->stub->ServerReady(&ctx, inference::ServerReadyRequest(), &resp);
-    if (!s.ok()) return Status::Error("ServerReady: " + Why(s));
-    if (!resp.ready()) return Status::Error("server not ready");
-  }
-  {
-    grpc::ClientContext ctx;
-    ctx.set_deadline(After(o_.probe_timeout_ms));
-    inference::ModelReadyRequest req;
-    req.set_name(o_.model);
-    inference::ModelReadyResponse resp;
-    grpc::Status s = rpc_->stub->ModelReady(&ctx, req, &resp);
-    if (!s.ok()) return Status::Error("ModelReady(" + o_.model + "): " + Why(s));
-    if (!resp.ready()) return Status::Error("model '" + o_.model + "' not ready");
-  }
+  inference::ServerReadyResponse server;
+  if (Status s = ProbeCall(
+          o_.probe_timeout_ms, "ServerReady",
+          [&](grpc::ClientContext* c) { return rpc_->stub->ServerReady(c, {}, &server); });
+      !s)
+    return s;
+  if (!server.ready()) return Status::Error("server not ready");
+  inference::ModelReadyRequest req;
+  req.set_name(o_.model);
+  inference::ModelReadyResponse model;
+  if (Status s =
+          ProbeCall(o_.probe_timeout_ms, "ModelReady(" + o_.model + ")",
+                    [&](grpc::ClientContext* c) { return rpc_->stub->ModelReady(c, req, &model); });
+      !s)
+    return s;
+  if (!model.ready()) return Status::Error("model '" + o_.model + "' not ready");
   return FetchMetadata();  // a restarted endpoint may serve another form
 }
 

@@ -210,6 +210,9 @@ Result<std::unique_ptr<Worker>> Worker::Start(const WorkerOptions& o,
   w->impl_->service =
       std::make_unique<Service>(w->impl_->sched.get(), metrics, o.default_deadline_ms);
   grpc::ServerBuilder b;
+  // gRPC sets SO_REUSEPORT by default: a second worker on a taken port would
+  // silently share it. An address in use is an error here.
+  b.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   b.AddListeningPort(o.listen, grpc::InsecureServerCredentials(), &w->port_);
   b.RegisterService(w->impl_->service.get());
   b.SetMaxReceiveMessageSize(kMaxMessageBytes);
@@ -228,8 +231,9 @@ void Worker::Shutdown(double grace_ms) {
     impl_->stopped = true;
   }
   impl_->service->SetReady(false);
-  impl_->server->Shutdown(std::chrono::system_clock::now() +
-                          std::chrono::microseconds(int64_t(grace_ms * 1000)));
+  if (impl_->server)
+    impl_->server->Shutdown(std::chrono::system_clock::now() +
+                            std::chrono::microseconds(int64_t(grace_ms * 1000)));
   impl_->sched->Shutdown();
 }
 

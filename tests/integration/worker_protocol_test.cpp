@@ -252,6 +252,10 @@ TEST(WorkerProtocol, MalformedCallsGetClearErrorsAndTheWorkerKeepsServing) {
   s = Infer(*w.stub, U8Request(im), &ok);
   EXPECT_TRUE(s.ok()) << s.error_message();
   EXPECT_TRUE(w.child->alive());
+  // A second worker on the same port is refused, not silently sharing it (gRPC's SO_REUSEPORT is off).
+  const std::string log2 = TempPath("protocol-worker-2.log");
+  auto second = ChildServer::Start({}, log2, VEIL_BIN, "worker", "127.0.0.1:" + std::to_string(w.child->port()));
+  EXPECT_FALSE(second.ok()) << "two workers on one port";
   EXPECT_EQ(w.child->Stop(), 0);
 }
 

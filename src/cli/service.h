@@ -1,0 +1,14 @@
+// What the long-running commands (veil serve, veil worker) share: stop
+// signals taken by one waiting thread, and timestamped logs on stderr.
+#pragma once
+#include <csignal>
+
+namespace veil::cli {
+
+// Blocks SIGINT and SIGTERM in this and every later thread (WaitForStop
+// takes them), ignores SIGPIPE, logs to stderr. Call before any thread starts.
+void PrepareService(sigset_t* stop_signals);
+// Waits for SIGINT or SIGTERM; returns its name.
+const char* WaitForStop(const sigset_t& stop_signals);
+
+}  // namespace veil::cli
