@@ -14,7 +14,7 @@ if [ ! -f "$video/tears_of_steel_actors_640x360.mp4" ]; then
 fi
 mkdir -p "$out"
 ff() { ffmpeg -nostdin -hide_banner -loglevel error -y "$@"; }
-stamp="$out/.stamp-v5"
+stamp="$out/.stamp-v6"
 if [ -f "$stamp" ]; then exit 0; fi
 
 tos="$video/tears_of_steel_actors_640x360.mp4"
@@ -22,8 +22,10 @@ asl="$video/asl_gestures_book.mkv"
 # 720p30 VP8 IVF, 10 s: the main demo/bench input (faces 120-240 px after upscaling).
 ff -i "$tos" -vf "scale=1280:720:flags=bicubic,fps=30" -c:v libvpx -b:v 2500k -deadline realtime -cpu-used -8 -threads 1 \
    -g 60 "$out/sample_720p30.ivf"
-# 360p30 VP8 IVF, 10 s: many concurrent sessions on a small machine (AI failover test).
-ff -i "$tos" -vf "fps=30" -c:v libvpx -b:v 800k -deadline realtime -cpu-used -8 -threads 1 -g 60 "$out/sample_360p30.ivf"
+# 360p30 VP8 IVF, 9 s: many concurrent sessions on a small machine (AI failover test). It ends
+# before the face that emerges from smoke at 9.3 s (a detection-cadence case, measured by the
+# accuracy and server tests), so leaks counted there are the failover's alone.
+ff -i "$tos" -t 9 -vf "fps=30" -c:v libvpx -b:v 800k -deadline realtime -cpu-used -8 -threads 1 -g 60 "$out/sample_360p30.ivf"
 # Short 720p30 VP8 in WebM with an Opus track (audio pass-through).
 ff -i "$tos" -f lavfi -i "sine=frequency=440:sample_rate=48000" -t 3 \
    -vf "scale=1280:720,fps=30" -c:v libvpx -b:v 2000k -deadline realtime -cpu-used -8 -threads 1 \
