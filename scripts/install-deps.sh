@@ -17,8 +17,8 @@ PKGS=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   # utilities
   nlohmann-json3-dev libcpp-httplib-dev libspdlog-dev libfmt-dev libcli11-dev libssl-dev libtoml11-dev
-  # tests and benchmarks
-  libgtest-dev libgmock-dev libbenchmark-dev
+  # tests and benchmarks; the browser tests of the web pages (headless chromium, node for playwright-core)
+  libgtest-dev libgmock-dev libbenchmark-dev chromium nodejs
 )
 
 missing=()
@@ -27,10 +27,25 @@ for p in "${PKGS[@]}"; do
 done
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all ${#PKGS[@]} packages present"
-  exit 0
+else
+  SUDO=""
+  if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+  echo "install-deps: installing ${missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
-SUDO=""
-if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
-echo "install-deps: installing ${missing[*]}"
-$SUDO apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+
+# playwright-core (pinned in tests/web/package-lock.json) drives Debian's chromium in the web page tests.
+# Debian's nodejs comes without npm (its own package); NodeSource's nodejs includes it and conflicts with it.
+if ! command -v npm > /dev/null; then
+  SUDO=""
+  if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends npm
+fi
+web="$(cd "$(dirname "$0")/.." && pwd)/tests/web"
+want=$(sed -n 's/.*"playwright-core": "\(.*\)".*/\1/p' "$web/package.json")
+have=$(sed -n 's/.*"version": "\(.*\)".*/\1/p' "$web/node_modules/playwright-core/package.json" 2>/dev/null | head -1)
+if [ "$have" != "$want" ]; then
+  echo "install-deps: npm ci in tests/web (playwright-core $want)"
+  npm ci --prefix "$web" --no-audit --no-fund --loglevel=error
+fi

@@ -8,6 +8,7 @@
 
 #include "core/clock.h"
 #include "server/sdp.h"
+#include "server/web_pages.h"
 
 namespace veil {
 namespace {
@@ -210,7 +211,8 @@ void HttpApi::Routes() {
   httplib::Server& h = *http_;
   using HR = httplib::Server::HandlerResponse;
   h.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-    const bool open = req.path == "/healthz" || req.path == "/readyz";
+    // The pages hold no data (their scripts call the API with the token), so they load without one.
+    const bool open = req.path == "/healthz" || req.path == "/readyz" || req.path == "/" || req.path == "/operator";
     if (open || settings_.token.empty()) return HR::Unhandled;
     const std::string auth = req.get_header_value("Authorization");
     if (auth.rfind("Bearer ", 0) == 0 && TimingSafeEqual(auth.substr(7), settings_.token)) return HR::Unhandled;
@@ -237,6 +239,17 @@ void HttpApi::Routes() {
   });
 
   h.Get("/healthz", [](const httplib::Request&, httplib::Response& res) { Reply(res, 200, {{"status", "ok"}}); });
+  h.Get("/", [](const httplib::Request&, httplib::Response& res) { res.set_redirect("/operator", 302); });
+  h.Get("/operator", [](const httplib::Request&, httplib::Response& res) {
+    // Same-origin only: the page's own inline script and style, the API of this server.
+    res.set_header("Content-Security-Policy",
+                   "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; "
+                   "img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'");
+    res.set_header("X-Content-Type-Options", "nosniff");
+    res.set_header("Cache-Control", "no-store");
+    const std::string_view page = OperatorPage();
+    res.set_content(page.data(), page.size(), "text/html; charset=utf-8");
+  });
   h.Get("/readyz", [this](const httplib::Request&, httplib::Response& res) {
     const std::string why = sessions_->NotReadyReason();
     if (why.empty()) Reply(res, 200, {{"ready", true}, {"sessions", sessions_->session_count()}});
