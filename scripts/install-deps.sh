@@ -44,7 +44,10 @@ if ! command -v npm > /dev/null; then
 fi
 web="$(cd "$(dirname "$0")/.." && pwd)/tests/web"
 want=$(sed -n 's/.*"playwright-core": "\(.*\)".*/\1/p' "$web/package.json")
-have=$(sed -n 's/.*"version": "\(.*\)".*/\1/p' "$web/node_modules/playwright-core/package.json" 2>/dev/null | head -1)
+have=""
+if [ -f "$web/node_modules/playwright-core/package.json" ]; then
+  have=$(sed -n 's/^  "version": "\(.*\)".*/\1/p' "$web/node_modules/playwright-core/package.json")
+fi
 if [ "$have" != "$want" ]; then
   echo "install-deps: npm ci in tests/web (playwright-core $want)"
   npm ci --prefix "$web" --no-audit --no-fund --loglevel=error
