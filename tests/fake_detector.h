@@ -40,9 +40,11 @@ class FakeDetector : public Detector {
   // Raw outputs: one 1x1 CV_32F Mat per image holding its first pixel's blue value.
   Result<std::vector<std::vector<cv::Mat>>> Forward(const std::vector<cv::Mat>& images) override {
     {
-      std::lock_guard lk(mu);
+      std::unique_lock lk(mu);
       ++calls;
       batches.push_back(-int(images.size()));  // negative: a raw batch
+      cv.notify_all();
+      cv.wait(lk, [&] { return open; });
     }
     if (fail) return Status::Error("injected failure");
     std::vector<std::vector<cv::Mat>> out;

@@ -1,5 +1,5 @@
 // One live session: RTP in -> decode -> privacy stage (asynchronous detection
-// through the shared scheduler) -> encode -> per-viewer queues -> RTP out.
+// through the AI router: the session's target's scheduler) -> encode -> per-viewer queues -> RTP out.
 // Opus audio (a second RTP port) is relayed to the viewers byte-for-byte.
 // Threads: the receiver's streaming thread decodes every frame (inter frames
 // depend on it) and hands it over a bounded latest-frame-wins queue to the
