@@ -117,7 +117,9 @@ TEST(Failover, KilledWorkerSessionsMoveWithinASecondWithoutAFace) {
   EXPECT_FALSE(t1[victim]["healthy"].get<bool>());
   EXPECT_FALSE(t1[victim]["down_reason"].get<std::string>().empty());
   EXPECT_EQ(t1[survivor]["active_streams"], 4);
-  SleepMs(3000);  // everything on the survivor
+  SleepMs(1000);  // everything on the survivor
+  const std::string moved_1s = server.Call("GET", "/metrics").text;
+  SleepMs(2000);
   const double settled_ms = NowMs();
   const std::string after = server.Call("GET", "/metrics").text;
 
@@ -175,13 +177,16 @@ TEST(Failover, KilledWorkerSessionsMoveWithinASecondWithoutAFace) {
     ExpectOnlyCadenceLeaks(fault, (l->id + " failover window").c_str());
     ExpectOnlyCadenceLeaks(all, l->id.c_str());
     EXPECT_GT(all.frames, l->id == "s4" ? 40 : 100) << l->id;
-#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
-    // Served by the survivor, not left fail-closed (which would be every frame; CPU overload on a
-    // 2-core machine running 4 sessions, 2 workers and this checker makes some results late).
+    // Served by the survivor, not left fail-closed (which would be every frame, ~60 in these 2 s;
+    // CPU overload on a 2-core machine running 4 sessions, 2 workers and this checker makes some
+    // results late). Counted by the server: the viewers' mosaic measure is tuned for 720p.
     if (was_moved) {
-      EXPECT_LT(moved_on.mosaic, moved_on.frames / 2) << l->id << ": not served after the move";
+      const double fc =
+          Metric(after, "veil_session_fail_closed_frames_total", {{"session", l->id}}) -
+          Metric(moved_1s, "veil_session_fail_closed_frames_total", {{"session", l->id}});
+      std::printf("  %s: %.0f fail-closed frames 1-3 s after the kill\n", l->id.c_str(), fc);
+      EXPECT_LT(fc, 30) << l->id << ": not served after the move";
     }
-#endif
   }
   // The metrics tell the story: one target down once, two sessions moved, and the
   // fail-closed frames of the moved sessions counted (at least those the viewers saw).
@@ -208,6 +213,75 @@ TEST(Failover, KilledWorkerSessionsMoveWithinASecondWithoutAFace) {
   EXPECT_EQ(back.child->Stop(), 0);
   EXPECT_EQ(w1.child ? (victim == w1.endpoint ? 0 : w1.child->Stop()) : 0, 0);
   EXPECT_EQ(w2.child ? (victim == w2.endpoint ? 0 : w2.child->Stop()) : 0, 0);
+}
+
+// A worker that stops answering (SIGSTOP: connections stay open, nothing comes back) is marked down
+// by its calls' deadline and its session moves within a second; resumed, it rejoins.
+TEST(Failover, WorkerThatStopsAnsweringIsMarkedDownByItsDeadline) {
+  const SourceClip& src = Source("sample_360p30.ivf");
+  ASSERT_GT(src.frames, 100);
+  WorkerProcess w1 = StartWorker(), w2 = StartWorker();
+  ASSERT_TRUE(w1.child && w2.child);
+  ServerProcess server({"--targets", w1.endpoint + "," + w2.endpoint});
+  ASSERT_TRUE(server.ok()) << server.log();
+  std::vector<std::unique_ptr<Live>> live;
+  for (const char* id : {"a", "b"}) live.push_back(StartLive(server, id, src));
+  SleepMs(2500);
+  const std::string victim = TargetOf(server, "a");
+  ASSERT_TRUE(victim == w1.endpoint || victim == w2.endpoint) << victim;
+  const std::string survivor = victim == w1.endpoint ? w2.endpoint : w1.endpoint;
+  ASSERT_EQ(TargetOf(server, "b"), survivor);
+  const pid_t pid = (victim == w1.endpoint ? w1 : w2).child->pid();
+
+  const int fc0 = server.Call("GET", "/v1/sessions/a/stats").body["fail_closed_frames"].get<int>();
+  const double stop_ms = NowMs();
+  ASSERT_EQ(kill(pid, SIGSTOP), 0);
+  double moved_ms = -1;
+  while (NowMs() - stop_ms < 3000) {
+    if (TargetOf(server, "a") == survivor) {
+      moved_ms = NowMs() - stop_ms;
+      break;
+    }
+    SleepMs(20);
+  }
+  const std::string why = Targets(server)[victim]["down_reason"].get<std::string>();
+  std::printf("stopped worker: session moved after %.0f ms (reason: %s)\n", moved_ms, why.c_str());
+  EXPECT_GE(moved_ms, 0) << "the session never left the silent worker";
+  EXPECT_LT(moved_ms, 1000) << "sessions must move within one second";
+  EXPECT_NE(why.find("DEADLINE_EXCEEDED"), std::string::npos) << why;
+  SleepMs(1500);
+  const int fc1 = server.Call("GET", "/v1/sessions/a/stats").body["fail_closed_frames"].get<int>();
+  ASSERT_EQ(kill(pid, SIGCONT), 0);
+  const double cont_ms = NowMs();
+  double rejoin_ms = -1;
+  while (NowMs() - cont_ms < 3000) {
+    if (Targets(server)[victim]["healthy"].get<bool>()) {
+      rejoin_ms = NowMs() - cont_ms;
+      break;
+    }
+    SleepMs(20);
+  }
+  std::printf("resumed worker rejoined after %.0f ms\n", rejoin_ms);
+  EXPECT_GE(rejoin_ms, 0) << "the resumed worker never rejoined";
+  for (auto& l : live) l->feed->Stop();
+  SleepMs(300);
+  const Summary a = Summarize(live[0]->watch->checks(), stop_ms - 100, stop_ms + 2000);
+  std::printf(
+      "session a from the stop to +2 s: %d frames, %d whole-frame mosaic, %d faces leaked; %d "
+      "fail-closed frames counted\n",
+      a.frames, a.mosaic, a.leaked, fc1 - fc0);
+  for (const FrameCheck& c : live[0]->watch->checks())
+    if (std::getenv("VEIL_TEST_VERBOSE") && c.sent_ms > stop_ms - 200 && c.sent_ms < stop_ms + 1200)
+      std::printf("  frame %d sent %+.0f ms: grad %.2f, %d faces\n", c.index, c.sent_ms - stop_ms,
+                  c.grad, c.faces);
+  EXPECT_GT(a.frames, 30);
+  EXPECT_EQ(a.leaked, 0) << "no face while the worker was silent";
+  // ~500 ms without a result: everything past max_age_ms (200) is fail-closed, and counted.
+  EXPECT_GE(fc1 - fc0, 5) << "the frames without a fresh result are whole-frame mosaics";
+  live.clear();
+  EXPECT_EQ(server.Stop(), 0);
+  EXPECT_EQ(w1.child->Stop(), 0);
+  EXPECT_EQ(w2.child->Stop(), 0);
 }
 
 // No healthy target: the server stays up, says why, and every anonymize frame is a whole-frame
