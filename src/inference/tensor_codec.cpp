@@ -154,8 +154,12 @@ Result<std::vector<cv::Mat>> UnpackOutputs(const inference::ModelInferResponse& 
     if (k < 0 || k >= kYuNetDecodeOutputs) continue;  // not needed for decoding
     const int a = YuNetAnchors(k, padded), c = YuNetColumns(k);
     const auto& s = o.shape();
+    // -1 once any dimension is negative or the product passes 2^40 (no overflow on absurd shapes).
     int64_t elems = 1;
-    for (int64_t d : s) elems = (d < 0 || d > (int64_t(1) << 31)) ? -1 : elems * d;
+    for (int64_t d : s)
+      elems = (elems < 0 || d < 0 || d > (int64_t(1) << 40) || elems * d > (int64_t(1) << 40))
+                  ? -1
+                  : elems * d;
     if (o.datatype() != kFp32 || s.size() < 2 || s[0] != n || elems != int64_t(n) * a * c)
       return Status::Error("output " + o.name() + " is " + o.datatype() + " " + ShapeText(s) +
                            ", expected FP32 [" + std::to_string(n) + "," + std::to_string(a) + "," +

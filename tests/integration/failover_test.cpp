@@ -7,6 +7,7 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <functional>
 #include <map>
 
 #include "load/prom_text.h"
@@ -48,6 +49,17 @@ std::string TargetOf(ServerProcess& s, const std::string& id) {
 double Metric(const std::string& text, const std::string& name,
               const std::map<std::string, std::string>& labels) {
   return SumValue(ParsePromText(text), name, labels);
+}
+
+// Polls `done` every `poll_ms` until it holds: the ms from `start_ms` until then, or -1 after
+// `limit_ms`.
+double MsUntil(double start_ms, double limit_ms, const std::function<bool()>& done,
+               int poll_ms = 20) {
+  while (NowMs() - start_ms < limit_ms) {
+    if (done()) return NowMs() - start_ms;
+    SleepMs(poll_ms);
+  }
+  return -1;
 }
 
 struct Live {
@@ -99,16 +111,11 @@ TEST(Failover, KilledWorkerSessionsMoveWithinASecondWithoutAFace) {
 
   const double kill_ms = NowMs();
   dead.child->Stop(SIGKILL);
-  double all_moved_ms = -1;
-  while (NowMs() - kill_ms < 3000) {
-    bool all = true;
-    for (const auto& id : moved) all = all && TargetOf(server, id) == survivor;
-    if (all) {
-      all_moved_ms = NowMs() - kill_ms;
-      break;
-    }
-    SleepMs(20);
-  }
+  const double all_moved_ms = MsUntil(kill_ms, 3000, [&] {
+    for (const auto& id : moved)
+      if (TargetOf(server, id) != survivor) return false;
+    return true;
+  });
   std::printf("sessions %s, %s moved %s -> %s in %.0f ms\n", moved[0].c_str(), moved[1].c_str(),
               victim.c_str(), survivor.c_str(), all_moved_ms);
   EXPECT_GE(all_moved_ms, 0) << "sessions never left the dead worker";
@@ -126,15 +133,8 @@ TEST(Failover, KilledWorkerSessionsMoveWithinASecondWithoutAFace) {
   // The worker comes back on its port: it rejoins and the next session goes to it.
   WorkerProcess back = StartWorker("127.0.0.1:" + std::to_string(dead_port));
   ASSERT_TRUE(back.child) << "restart on port " << dead_port;
-  double rejoin_ms = -1;
-  const double restart_ms = NowMs();
-  while (NowMs() - restart_ms < 5000) {
-    if (Targets(server)[victim]["healthy"].get<bool>()) {
-      rejoin_ms = NowMs() - restart_ms;
-      break;
-    }
-    SleepMs(50);
-  }
+  const double rejoin_ms = MsUntil(
+      NowMs(), 5000, [&] { return Targets(server)[victim]["healthy"].get<bool>(); }, 50);
   std::printf("restarted worker rejoined after %.0f ms\n", rejoin_ms);
   ASSERT_GE(rejoin_ms, 0) << "the restarted worker never rejoined";
   live.push_back(StartLive(server, "s4", src));
@@ -236,14 +236,7 @@ TEST(Failover, WorkerThatStopsAnsweringIsMarkedDownByItsDeadline) {
   const int fc0 = server.Call("GET", "/v1/sessions/a/stats").body["fail_closed_frames"].get<int>();
   const double stop_ms = NowMs();
   ASSERT_EQ(kill(pid, SIGSTOP), 0);
-  double moved_ms = -1;
-  while (NowMs() - stop_ms < 3000) {
-    if (TargetOf(server, "a") == survivor) {
-      moved_ms = NowMs() - stop_ms;
-      break;
-    }
-    SleepMs(20);
-  }
+  const double moved_ms = MsUntil(stop_ms, 3000, [&] { return TargetOf(server, "a") == survivor; });
   const std::string why = Targets(server)[victim]["down_reason"].get<std::string>();
   std::printf("stopped worker: session moved after %.0f ms (reason: %s)\n", moved_ms, why.c_str());
   EXPECT_GE(moved_ms, 0) << "the session never left the silent worker";
@@ -252,15 +245,8 @@ TEST(Failover, WorkerThatStopsAnsweringIsMarkedDownByItsDeadline) {
   SleepMs(1500);
   const int fc1 = server.Call("GET", "/v1/sessions/a/stats").body["fail_closed_frames"].get<int>();
   ASSERT_EQ(kill(pid, SIGCONT), 0);
-  const double cont_ms = NowMs();
-  double rejoin_ms = -1;
-  while (NowMs() - cont_ms < 3000) {
-    if (Targets(server)[victim]["healthy"].get<bool>()) {
-      rejoin_ms = NowMs() - cont_ms;
-      break;
-    }
-    SleepMs(20);
-  }
+  const double rejoin_ms =
+      MsUntil(NowMs(), 3000, [&] { return Targets(server)[victim]["healthy"].get<bool>(); });
   std::printf("resumed worker rejoined after %.0f ms\n", rejoin_ms);
   EXPECT_GE(rejoin_ms, 0) << "the resumed worker never rejoined";
   for (auto& l : live) l->feed->Stop();
