@@ -8,9 +8,9 @@ PKGS=(
   build-essential cmake ninja-build pkg-config git clang-format
   # media: FFmpeg libraries (decode/encode/mux) and the ffmpeg CLI for test media generation
   libavformat-dev libavcodec-dev libavutil-dev libswscale-dev ffmpeg
-  # transport: GStreamer (RTP now, WebRTC later)
+  # transport: GStreamer (plain RTP; WebRTC WHIP/WHEP through webrtcbin with libnice)
   libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev gstreamer1.0-plugins-base gstreamer1.0-plugins-good
-  gstreamer1.0-tools
+  gstreamer1.0-tools gstreamer1.0-plugins-bad gstreamer1.0-nice libgstreamer-plugins-bad1.0-dev libnice-dev
   # inference: OpenCV 4.6 DNN (CPU) plus image codecs for evaluation
   libopencv-core-dev libopencv-dnn-dev libopencv-imgproc-dev libopencv-imgcodecs-dev
   # remote AI targets: gRPC (KServe v2 inference protocol) and protobuf

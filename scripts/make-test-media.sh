@@ -14,7 +14,7 @@ if [ ! -f "$video/tears_of_steel_actors_640x360.mp4" ]; then
 fi
 mkdir -p "$out"
 ff() { ffmpeg -nostdin -hide_banner -loglevel error -y "$@"; }
-stamp="$out/.stamp-v6"
+stamp="$out/.stamp-v7"
 if [ -f "$stamp" ]; then exit 0; fi
 
 tos="$video/tears_of_steel_actors_640x360.mp4"
@@ -37,6 +37,15 @@ ff -i "$tos" -t 4 -vf "scale=1280:720:flags=bicubic,fps=30" -c:v libx264 -preset
 ff -i "$asl" -f lavfi -i "sine=frequency=660:sample_rate=48000" -t 3 -c:v libx264 -preset veryfast \
    -pix_fmt yuv420p -c:a aac -b:a 96k -shortest "$out/sample_h264_aac.mp4"
 ff -i "$asl" -t 2 -c:v libx264 -preset veryfast -pix_fmt yuv420p "$out/sample_h264.mkv"
+# The browser tests' fake camera (chromium --use-file-for-fake-video-capture): 1280x720 30 fps
+# raw Y4M, 6 s (~250 MB, looped by the browser), faces in most frames. A frame code in the top-left
+# corner (10 blocks of 16 px: white, black, then the frame number mod 256 in 8 bits, MSB first)
+# lets the pages time each frame at the publisher's preview and at the viewer (glass-to-glass).
+code="drawbox=x=0:y=0:w=160:h=16:color=black:t=fill,drawbox=x=0:y=0:w=16:h=16:color=white:t=fill"
+for k in 7 6 5 4 3 2 1 0; do
+  code="$code,drawbox=x=$(((9 - k) * 16)):y=0:w=16:h=16:color=white:t=fill:enable='eq(mod(floor(n/$((1 << k))),2),1)'"
+done
+ff -i "$tos" -t 6 -vf "scale=1280:720:flags=bicubic,fps=30,$code" -pix_fmt yuv420p "$out/camera_720p30.y4m"
 # Y4M (raw), 1 s at 640x360.
 ff -i "$tos" -t 1 -pix_fmt yuv420p "$out/sample.y4m"
 # Damaged inputs: truncated, corrupted in the middle, random bytes, not video.

@@ -11,4 +11,5 @@ void RegisterView(CLI::App& app, int* rc);
 void RegisterLoad(CLI::App& app, int* rc);
 void RegisterWorker(CLI::App& app, int* rc);
 void RegisterBenchAi(CLI::App& app, int* rc);
+void RegisterDetect(CLI::App& app, int* rc);
 }  // namespace veil::cli

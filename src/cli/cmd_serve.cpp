@@ -21,7 +21,7 @@ void RegisterServe(CLI::App& app, int* rc) {
   };
   auto o = std::make_shared<Opts>();
   CLI::App* sub = app.add_subcommand(
-      "serve", "Run the live relay: RTP in, faces pixelated, RTP out (HTTP control API)");
+      "serve", "Run the live relay: RTP or WebRTC (WHIP) in, faces pixelated, RTP or WebRTC (WHEP) out; HTTP API and pages");
   AddConfigOptions(*sub, o->config, {}, FlagSet::kServe);
   sub->callback([o, rc] {
     auto cfg = Resolve(o->config);
@@ -50,6 +50,9 @@ void RegisterServe(CLI::App& app, int* rc) {
     spdlog::info("control API on http://{}:{} (token {}), RTP on {}, max {} sessions, mode {}",
                  server->listen_host, (*api)->port(), server->token.empty() ? "off" : "required",
                  server->rtp_address, server->max_sessions, ModeName(cfg->privacy.mode));
+    spdlog::info("pages: /publish (WHIP, token {}), /watch (WHEP, token {}), /operator; WebRTC ICE on {}",
+                 server->webrtc.publish_token.empty() ? "off: anyone who reaches this server may publish" : "required",
+                 server->webrtc.view_token.empty() ? "off" : "required", server->webrtc.ice_address);
     const char* sig = WaitForStop(sigs);
     spdlog::info("{}: draining {} session(s)", sig, (*sessions)->session_count());
     (*sessions)->Shutdown();

@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
   veil::cli::RegisterLoad(app, &rc);
   veil::cli::RegisterWorker(app, &rc);
   veil::cli::RegisterBenchAi(app, &rc);
+  veil::cli::RegisterDetect(app, &rc);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

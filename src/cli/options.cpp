@@ -29,7 +29,7 @@ void AddConfigOptions(CLI::App& app, ConfigOptions& o, const std::map<std::strin
     const std::string flag = it != renames.end() ? it->second : k.flag;
     if (flag.empty()) continue;
     auto in = [&](const char* section) { return k.key.rfind(section, 0) == 0; };
-    if (in("server.") && set != FlagSet::kServe) continue;
+    if ((in("server.") || in("webrtc.")) && set != FlagSet::kServe) continue;
     if (in("inference.") && set == FlagSet::kJob) continue;
     if (in("worker.") && set != FlagSet::kWorker) continue;
     CLI::Option* opt = app.add_option("--" + flag, o.flag_text[k.key], k.doc + " [" + k.key + "]");

@@ -1,5 +1,7 @@
 #include "config/config.h"
 
+#include <arpa/inet.h>
+
 #include <algorithm>
 #include <cctype>
 #include <charconv>
@@ -169,6 +171,15 @@ const std::vector<KeySpec>& ConfigKeys() {
       Key("inference.probe_timeout_ms", "probe-timeout-ms", "a probe unanswered this long marks the target down, ms", &S::probe_timeout_ms),
       Key("worker.listen", "listen", "veil worker: gRPC address HOST:PORT (the protocol has no authentication)", &S::worker_listen),
       Key("worker.metrics_listen", "metrics-listen", "veil worker: HTTP address for /metrics and /healthz (empty: none)", &S::worker_metrics),
+      Key("webrtc.ice_address", "ice-address", "the one local address WebRTC ICE uses (UDP; loopback by default)", &S::ice_address),
+      Key("webrtc.publish_token", "publish-token", "bearer token WHIP publishers send (empty: server.token)", &S::publish_token),
+      Key("webrtc.view_token", "view-token", "bearer token WHEP viewers send (empty: viewing is public)", &S::view_token),
+      Key("webrtc.allow_origin", "", "CORS Access-Control-Allow-Origin of /whip and /whep", &S::allow_origin),
+      Key("webrtc.max_pending", "", "offers negotiated at once; more are answered 429", &S::max_pending),
+      Key("webrtc.offers_per_s", "", "offers accepted per second (bursts of 2 s worth); more are answered 429", &S::offers_per_s),
+      Key("webrtc.start_bitrate_kbps", "", "x-google-start-bitrate in answers (Chromium starts at 320x180 without)", &S::start_bitrate_kbps),
+      Key("webrtc.negotiate_timeout_ms", "", "each negotiation step and ICE gathering, ms", &S::negotiate_timeout_ms),
+      Key("webrtc.connect_timeout_ms", "", "a WHEP viewer not connected this long after its answer is removed, ms", &S::connect_timeout_ms),
   };
   return keys;
 }
@@ -407,6 +418,32 @@ Result<ServerSettings> Config::BuildServer() const {
   v.infer_threads = int(s.infer_threads);
   v.infer_queue = int(s.infer_queue);
   v.fault_injection = s.fault_injection;
+  WebRtcSettings& w = v.webrtc;
+  for (const auto& [key, tok] : {std::pair<const char*, const std::string*>{"webrtc.publish_token", &s.publish_token},
+                                 {"webrtc.view_token", &s.view_token}}) {
+    if (!tok->empty() && tok->size() < 16) return Status::Error(std::string(key) + " must be at least 16 characters");
+    for (char c : *tok)
+      if (c <= ' ' || c > '~') return Status::Error(std::string(key) + " must be printable ASCII without spaces");
+  }
+  if (s.allow_origin.empty() || s.allow_origin.find_first_of("\r\n") != std::string::npos)
+    return Status::Error("webrtc.allow_origin must be '*' or an origin such as https://example.com");
+  for (Status st : {in(s.max_pending, 1, 256, "webrtc.max_pending"), inf(s.offers_per_s, 0.1, 10000, "webrtc.offers_per_s"),
+                    in(s.start_bitrate_kbps, 0, 50000, "webrtc.start_bitrate_kbps"),
+                    inf(s.negotiate_timeout_ms, 100, 60000, "webrtc.negotiate_timeout_ms"),
+                    inf(s.connect_timeout_ms, 1000, 600000, "webrtc.connect_timeout_ms")})
+    if (!st) return st;
+  in_addr ia{};
+  if (inet_pton(AF_INET, s.ice_address.c_str(), &ia) != 1)
+    return Status::Error("webrtc.ice_address must be a numeric IPv4 address, got '" + s.ice_address + "'");
+  w.ice_address = s.ice_address;
+  w.publish_token = s.publish_token.empty() ? s.token : s.publish_token;
+  w.view_token = s.view_token;
+  w.allow_origin = s.allow_origin;
+  w.max_pending = int(s.max_pending);
+  w.offers_per_s = s.offers_per_s;
+  w.start_bitrate_kbps = int(s.start_bitrate_kbps);
+  w.negotiate_timeout_ms = s.negotiate_timeout_ms;
+  w.connect_timeout_ms = s.connect_timeout_ms;
   return v;
 }
 

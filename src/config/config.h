@@ -31,7 +31,7 @@ struct Settings {
   double scene_cut_threshold = 28;
   // [mosaic]
   std::string cell = "auto";
-  double cells_across = 8, margin = 0.2;
+  double cells_across = 3, margin = 0.5;  // docs/figures.md: the strongest measured need (no face left detectable)
   int64_t min_cell = 8, full_cell = 40;
   // [tracker]
   double score = 0.5, low_score = 0.3;
@@ -55,6 +55,22 @@ struct Settings {
   double deadline_ms = 500, probe_interval_ms = 200, probe_timeout_ms = 500;
   // [worker] (veil worker)
   std::string worker_listen = "127.0.0.1:8001", worker_metrics;
+  // [webrtc] (veil serve: WHIP publish, WHEP watch)
+  std::string ice_address = "127.0.0.1", publish_token, view_token, allow_origin = "*";
+  int64_t max_pending = 4, start_bitrate_kbps = 2500;
+  double offers_per_s = 10, negotiate_timeout_ms = 5000, connect_timeout_ms = 15000;
+};
+
+// WebRTC (WHIP/WHEP) settings of veil serve, validated.
+struct WebRtcSettings {
+  std::string ice_address = "127.0.0.1";  // the one address ICE gathers on
+  std::string publish_token;              // WHIP bearer token (empty: server.token)
+  std::string view_token;                 // WHEP bearer token (empty: viewing is public)
+  std::string allow_origin = "*";         // CORS Access-Control-Allow-Origin of /whip and /whep
+  int max_pending = 4;                    // offers negotiated at once; more are answered 429
+  double offers_per_s = 10;               // sustained offers per second (burst: 2 s worth); more -> 429
+  int start_bitrate_kbps = 2500;
+  double negotiate_timeout_ms = 5000, connect_timeout_ms = 15000;
 };
 
 // The live server's settings, validated.
@@ -72,6 +88,7 @@ struct ServerSettings {
   std::string remote_model = "yunet_u8";
   int remote_threads = 2;
   double deadline_ms = 500, probe_interval_ms = 200, probe_timeout_ms = 500;
+  WebRtcSettings webrtc;
 };
 
 // veil worker's settings, validated.

@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include "core/clock.h"
+#include "server/http_util.h"
 #include "server/sdp.h"
 #include "server/web_pages.h"
 
@@ -14,33 +15,6 @@ namespace veil {
 namespace {
 
 using json = nlohmann::json;
-
-void Reply(httplib::Response& res, int status, const json& body) {
-  res.status = status;
-  res.set_content(body.dump(2) + "\n", "application/json");
-}
-
-void Error(httplib::Response& res, int status, const std::string& why) { Reply(res, status, {{"error", why}}); }
-
-// Who asked: the peer address, plus a caller name the client may give
-// (X-Veil-Caller, sanitized), for the audit trail of mode switches.
-std::string Caller(const httplib::Request& req) {
-  std::string c = req.remote_addr + ":" + std::to_string(req.remote_port);
-  const std::string name = req.get_header_value("X-Veil-Caller");
-  if (!name.empty()) {
-    std::string clean;
-    for (char ch : name.substr(0, 64))
-      clean += (std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '_' || ch == '.' || ch == '@') ? ch : '_';
-    c = clean + "@" + c;
-  }
-  return c;
-}
-
-bool TimingSafeEqual(const std::string& a, const std::string& b) {
-  unsigned diff = unsigned(a.size() ^ b.size());
-  for (size_t i = 0; i < a.size(); ++i) diff |= unsigned(uint8_t(a[i]) ^ uint8_t(i < b.size() ? b[i] : 0));
-  return diff == 0;
-}
 
 // Parses a JSON object body, refusing fields not in `allowed` (a typo is an error, not a default).
 bool ParseBody(const httplib::Request& req, httplib::Response& res, const std::vector<std::string>& allowed,
@@ -115,7 +89,11 @@ json StatsJson(const SessionInfo& s) {
   json viewers = json::array();
   for (const ViewerInfo& v : s.viewers) {
     json jv = {{"id", v.id}, {"host", v.host}, {"video_port", v.video_port}, {"audio_port", v.audio_port}};
-    auto it = st.viewer_detail.find(v.host + ":" + std::to_string(v.video_port));
+    auto it = st.viewer_detail.find(v.kind == "webrtc" ? v.id : v.host + ":" + std::to_string(v.video_port));
+    jv["kind"] = v.kind;
+    if (auto w = st.web_viewers.find(v.id); v.kind == "webrtc" && w != st.web_viewers.end())
+      jv.update({{"connection", w->second.state}, {"keyframe_requests", w->second.keyframe_requests},
+                 {"audio_packets_sent", w->second.audio_packets}});
     if (it != st.viewer_detail.end())
       jv.update({{"frames_sent", it->second.frames_sent},
                  {"frames_dropped", it->second.frames_dropped},
@@ -152,6 +130,12 @@ json StatsJson(const SessionInfo& s) {
            {{"packets", st.audio.packets_in}, {"forwarded", st.audio.packets_forwarded}, {"invalid", st.audio.invalid}}},
           {"viewer_drops", st.viewer_drops},
           {"viewers", viewers},
+          {"publisher",
+           st.has_publisher ? json{{"connection", st.publisher.state},
+                                   {"frames", st.publisher.frames},
+                                   {"audio_packets", st.publisher.audio_packets},
+                                   {"keyframe_requests", st.publisher.keyframe_requests}}
+                            : json(nullptr)},
           {"stages_ms", StageJson(st.stages)},
           {"ai_target", s.target}};
 }
@@ -159,9 +143,11 @@ json StatsJson(const SessionInfo& s) {
 json SessionJson(const SessionInfo& s, bool with_stats) {
   json viewers = json::array();
   for (const ViewerInfo& v : s.viewers)
-    viewers.push_back({{"id", v.id}, {"host", v.host}, {"video_port", v.video_port}, {"audio_port", v.audio_port}});
+    viewers.push_back({{"id", v.id}, {"kind", v.kind}, {"host", v.host}, {"video_port", v.video_port}, {"audio_port", v.audio_port}});
   json j = {{"id", s.id},
             {"codec", s.codec},
+            {"ingest_type", s.ingest},
+            {"publisher", s.publisher.empty() ? json(nullptr) : json("/whip/" + s.id + "/" + s.publisher)},
             {"mode", ModeName(s.mode)},
             {"created", s.created},
             {"ai_target", s.target},
@@ -212,10 +198,11 @@ void HttpApi::Routes() {
   using HR = httplib::Server::HandlerResponse;
   h.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     // The pages hold no data (their scripts call the API with the token), so they load without one.
-    const bool open = req.path == "/healthz" || req.path == "/readyz" || req.path == "/" || req.path == "/operator";
-    if (open || settings_.token.empty()) return HR::Unhandled;
-    const std::string auth = req.get_header_value("Authorization");
-    if (auth.rfind("Bearer ", 0) == 0 && TimingSafeEqual(auth.substr(7), settings_.token)) return HR::Unhandled;
+    // WHIP and WHEP check their own tokens (webrtc.publish_token / view_token).
+    const bool open = req.path == "/healthz" || req.path == "/readyz" || req.path == "/" || req.path == "/operator" ||
+                      req.path == "/publish" || req.path == "/watch" || req.path == "/favicon.ico" || req.path.rfind("/whip/", 0) == 0 ||
+                      req.path.rfind("/whep/", 0) == 0;
+    if (open || BearerOk(req, settings_.token)) return HR::Unhandled;
     res.set_header("WWW-Authenticate", "Bearer");
     Error(res, 401, "missing or wrong bearer token");
     return HR::Handled;
@@ -240,16 +227,18 @@ void HttpApi::Routes() {
 
   h.Get("/healthz", [](const httplib::Request&, httplib::Response& res) { Reply(res, 200, {{"status", "ok"}}); });
   h.Get("/", [](const httplib::Request&, httplib::Response& res) { res.set_redirect("/operator", 302); });
-  h.Get("/operator", [](const httplib::Request&, httplib::Response& res) {
-    // Same-origin only: the page's own inline script and style, the API of this server.
-    res.set_header("Content-Security-Policy",
-                   "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; "
-                   "img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'");
-    res.set_header("X-Content-Type-Options", "nosniff");
-    res.set_header("Cache-Control", "no-store");
-    const std::string_view page = OperatorPage();
-    res.set_content(page.data(), page.size(), "text/html; charset=utf-8");
-  });
+  h.Get("/favicon.ico", [](const httplib::Request&, httplib::Response& res) { res.status = 204; });
+  // Same-origin only: each page's own inline script and style, this server's API and WHIP/WHEP.
+  for (const auto& [path, page] : {std::pair<const char*, std::string_view>{"/operator", OperatorPage()},
+                                   {"/publish", PublishPage()},
+                                   {"/watch", WatchPage()}}) {
+    h.Get(path, [page = page](const httplib::Request&, httplib::Response& res) {
+      PageHeaders(res);
+      res.set_content(page.data(), page.size(), "text/html; charset=utf-8");
+    });
+  }
+  webrtc_ = std::make_unique<WebRtcRoutes>(sessions_, metrics_, settings_.webrtc);
+  webrtc_->Register(h);
   h.Get("/readyz", [this](const httplib::Request&, httplib::Response& res) {
     const std::string why = sessions_->NotReadyReason();
     if (why.empty()) Reply(res, 200, {{"ready", true}, {"sessions", sessions_->session_count()}});

@@ -5,6 +5,8 @@
 //   GET  /v1/sessions/{id}/stats     PUT /v1/sessions/{id}/privacy
 //   POST /v1/sessions/{id}/viewers   DELETE /v1/sessions/{id}/viewers/{viewer}
 //   GET  /v1/events?after=N          PUT /v1/debug/inference (fault injection, when enabled)
+//   POST /whip/{id}  DELETE /whip/{id}/{resource}   POST /whep/{id}  DELETE /whep/{id}/{viewer}  (webrtc_api)
+//   GET  /operator  /publish  /watch (embedded pages)
 #pragma once
 #include <memory>
 #include <string>
@@ -15,6 +17,7 @@
 #include "core/metrics.h"
 #include "core/status.h"
 #include "server/session_manager.h"
+#include "server/webrtc_api.h"
 
 namespace httplib {
 class Server;
@@ -39,6 +42,7 @@ class HttpApi {
   SessionManager* sessions_ = nullptr;
   MetricsRegistry* metrics_ = nullptr;
   ServerSettings settings_;
+  std::unique_ptr<WebRtcRoutes> webrtc_;
   int port_ = 0;
 };
 

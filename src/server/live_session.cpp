@@ -15,6 +15,7 @@ Result<std::unique_ptr<LiveSession>> LiveSession::Start(const std::string& id, c
   if (!(c.budget_ms > 0 && c.budget_ms <= 10000)) return Status::Error("session budget must be in (0, 10000] ms");
   if (c.queue_frames < 1 || c.queue_frames > 64) return Status::Error("session queue must hold 1..64 frames");
   if (Status s = Validate(c.privacy); !s) return s;
+  if (c.ingest != "rtp" && c.ingest != "webrtc") return Status::Error("ingest must be rtp or webrtc, got '" + c.ingest + "'");
   if (!metrics) return Status::Error("a metrics registry is required");
   std::unique_ptr<LiveSession> s(new LiveSession(id, c));
   s->metrics_ = metrics;
@@ -59,14 +60,8 @@ Result<std::unique_ptr<LiveSession>> LiveSession::Start(const std::string& id, c
   sc.codec = c.codec;
   sc.viewer_queue_frames = c.viewer_queue_frames;
   sc.on_sent = [p = s.get()](const RtpFrame& f, double ms) { p->OnSent(f, ms); };
-  sc.on_drop = [p = s.get()] {
-    // A viewer lost frames: it waits for a keyframe. At most one forced keyframe a second.
-    const double now = NowMs();
-    if (now - p->last_keyframe_request_ms_.load() > 1000) {
-      p->last_keyframe_request_ms_ = now;
-      p->want_keyframe_ = true;
-    }
-  };
+  // A viewer lost frames: it waits for a keyframe. At most one forced keyframe a second.
+  sc.on_drop = [p = s.get()] { p->RequestKeyframe(1000); };
   auto tx = RtpSender::Start(sc);
   if (!tx) return tx.status();
   s->sender_ = std::move(*tx);
@@ -76,6 +71,7 @@ Result<std::unique_ptr<LiveSession>> LiveSession::Start(const std::string& id, c
     s->audio_ = std::move(*a);
   }
   s->worker_ = std::thread([p = s.get()] { p->Work(); });
+  if (c.ingest == "webrtc") return s;  // the WHIP publisher attaches later
   RtpReceiverConfig rc;
   rc.codec = c.codec;
   rc.latency_ms = c.jitter_ms;
@@ -87,13 +83,93 @@ Result<std::unique_ptr<LiveSession>> LiveSession::Start(const std::string& id, c
 }
 
 LiveSession::~LiveSession() {
+  {
+    std::lock_guard lk(web_mu_);
+    whip_raw_ = nullptr;
+    whip_.reset();  // no more frames from the publisher
+  }
   receiver_.reset();  // no more frames from the network
   stop_ = true;
   queue_.Close();
   if (worker_.joinable()) worker_.join();
-  sender_.reset();  // viewer threads end
+  sender_.reset();  // viewer threads end (they feed the WebRTC viewers)
   audio_.reset();
+  web_viewers_.clear();
   metrics_->RemoveSeriesWithLabel("session", id_);
+}
+
+void LiveSession::RequestKeyframe(double min_gap_ms) {
+  const double now = NowMs();
+  double last = last_keyframe_request_ms_.load();
+  if (now - last > min_gap_ms && last_keyframe_request_ms_.compare_exchange_strong(last, now)) want_keyframe_ = true;
+}
+
+Status LiveSession::AttachPublisher(const Offer& offer, const WebRtcPeerConfig& c, std::string* answer) {
+  if (cfg_.ingest != "webrtc") return Status::Error("this session takes plain RTP ingest, not WHIP");
+  {
+    std::lock_guard lk(web_mu_);
+    if (whip_) return Status::Error("this session already has a publisher");
+  }
+  const OfferMedia* v = offer.video();
+  if (!v || CodecId(v->chosen.name) != cfg_.codec)
+    return Status::Error("the offer's video codec is not the session's (" + cfg_.codec + ")");
+  UdpRelay* audio = audio_.get();
+  auto in = WhipIngest::Start(
+      offer, c, [this](EncodedFrame&& f, uint32_t ts) { OnEncoded(std::move(f), ts); },
+      [audio](const uint8_t* d, size_t n) {
+        if (audio) audio->Forward(d, n);
+      },
+      answer);
+  if (!in) return in.status();
+  std::lock_guard lk(web_mu_);
+  if (whip_) return Status::Error("this session already has a publisher");
+  whip_ = std::move(*in);
+  whip_raw_ = whip_.get();
+  return Status::Ok();
+}
+
+Status LiveSession::AddWebViewer(const std::string& key, const Offer& offer, const WebRtcPeerConfig& c,
+                                 std::string* answer) {
+  {
+    std::lock_guard lk(web_mu_);
+    if (web_viewers_.count(key)) return Status::Error("viewer " + key + " exists");
+  }
+  auto v = WhepViewer::Start(offer, c, [this] { RequestKeyframe(300); }, answer);
+  if (!v) return v.status();
+  std::shared_ptr<WhepViewer> peer = std::move(*v);
+  std::lock_guard lk(web_mu_);
+  if (Status s = sender_->AddSink(key, [peer](const RtpFrame& f) { return peer->PushVideo(f); }); !s) return s;
+  if (audio_) audio_->AddTap(key, [peer](const uint8_t* d, size_t n) { peer->PushAudio(d, n); });
+  web_viewers_[key] = {peer, NowMs()};
+  want_keyframe_ = true;
+  return Status::Ok();
+}
+
+bool LiveSession::RemoveWebViewer(const std::string& key) {
+  std::shared_ptr<WhepViewer> peer;
+  {
+    std::lock_guard lk(web_mu_);
+    auto it = web_viewers_.find(key);
+    if (it == web_viewers_.end()) return false;
+    peer = std::move(it->second.peer);
+    web_viewers_.erase(it);
+  }
+  sender_->RemoveSink(key);  // joins its fan-out thread: no more pushes
+  if (audio_) audio_->RemoveTap(key);
+  peer.reset();  // stops its pipeline (this thread is not a streaming thread)
+  return true;
+}
+
+std::map<std::string, std::string> LiveSession::DeadWebViewers(double connect_timeout_ms) {
+  std::map<std::string, std::string> dead;
+  const double now = NowMs();
+  std::lock_guard lk(web_mu_);
+  for (auto& [key, v] : web_viewers_) {
+    if (std::string e = v.peer->PollError(); !e.empty()) dead[key] = e;
+    else if (v.peer->connected_ms() == 0 && now - v.added_ms > connect_timeout_ms)
+      dead[key] = "did not connect in " + std::to_string(int(connect_timeout_ms)) + " ms";
+  }
+  return dead;
 }
 
 void LiveSession::Fail(const std::string& why) {
@@ -102,8 +178,13 @@ void LiveSession::Fail(const std::string& why) {
 }
 
 std::string LiveSession::error() {
-  for (std::string e : {receiver_->PollError(), sender_->PollError()})
+  for (std::string e : {receiver_ ? receiver_->PollError() : std::string(), sender_->PollError()})
     if (!e.empty()) Fail("transport: " + e);
+  {
+    std::lock_guard lk(web_mu_);
+    if (whip_)
+      if (std::string e = whip_->PollError(); !e.empty()) Fail("publisher: " + e);
+  }
   std::lock_guard lk(mu_);
   return error_;
 }
@@ -115,6 +196,12 @@ void LiveSession::OnEncoded(EncodedFrame&& f, uint32_t rtp_ts) {
   if (!decoder_->Decode(f.data.data(), f.data.size(), int64_t(rtp_ts), out).ok()) {
     ++decode_errors_;
     m_decode_errors_->Inc();
+    // A WebRTC publisher is asked for a keyframe (RTCP PLI), at most one request a second.
+    const double now = NowMs();
+    if (WhipIngest* w = whip_raw_.load(); w && now - last_publisher_key_ms_.load() > 1000) {
+      last_publisher_key_ms_ = now;
+      w->RequestKeyframe();
+    }
   }
   const double t1 = NowMs();
   for (auto& fr : out) {
@@ -238,7 +325,15 @@ LiveSessionStats LiveSession::stats() const {
   s.viewers = sender_->viewers();
   s.viewer_drops = sender_->viewer_drops();
   s.viewer_detail = sender_->viewer_stats();
-  s.rtp = receiver_->stats();
+  if (receiver_) s.rtp = receiver_->stats();
+  {
+    std::lock_guard lk(web_mu_);
+    if (whip_) {
+      s.has_publisher = true;
+      s.publisher = whip_->stats();
+    }
+    for (const auto& [k, v] : web_viewers_) s.web_viewers[k] = v.peer->stats();
+  }
   if (audio_) s.audio = audio_->stats();
   const double now = NowMs();
   double last = last_packet_ms_.load();

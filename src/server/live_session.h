@@ -1,6 +1,8 @@
-// One live session: RTP in -> decode -> privacy stage (asynchronous detection
+// One live session: RTP or WebRTC (WHIP) in -> decode -> privacy stage (asynchronous detection
 // through the AI router: the session's target's scheduler) -> encode -> per-viewer queues -> RTP out.
-// Opus audio (a second RTP port) is relayed to the viewers byte-for-byte.
+// Opus audio (a second RTP port, or the WHIP publisher's audio track) is
+// relayed to the viewers byte-for-byte. Viewers are plain RTP destinations
+// or WebRTC (WHEP) connections; both get the same encoded packets.
 // Threads: the receiver's streaming thread decodes every frame (inter frames
 // depend on it) and hands it over a bounded latest-frame-wins queue to the
 // session's worker; the worker drops a frame that is already older than the
@@ -23,11 +25,14 @@
 #include "transport/rtp/rtp_receiver.h"
 #include "transport/rtp/rtp_sender.h"
 #include "transport/rtp/udp_relay.h"
+#include "transport/webrtc/whep_viewer.h"
+#include "transport/webrtc/whip_ingest.h"
 
 namespace veil {
 
 struct LiveSessionConfig {
   std::string codec = "vp8";     // ingest and egress codec: vp8 | h264
+  std::string ingest = "rtp";    // rtp (a UDP port) | webrtc (a WHIP publisher attaches)
   PrivacyConfig privacy;
   EncoderOptions encoder;
   int decode_threads = 1;
@@ -54,6 +59,9 @@ struct LiveSessionStats {
   std::map<std::string, ViewerStats> viewer_detail;
   double received_fps = 0, sent_fps = 0;       // over the last second
   std::map<std::string, StageSummary> stages;  // per stage, and "processing" (first packet in -> last out)
+  bool has_publisher = false;                  // webrtc ingest: a WHIP publisher is attached
+  WhipIngestStats publisher;                   // webrtc ingest
+  std::map<std::string, WhepViewerStats> web_viewers;
 };
 
 class LiveSession {
@@ -64,11 +72,20 @@ class LiveSession {
   ~LiveSession();  // stops the worker and every pipeline, removes its metric series
   const std::string& id() const { return id_; }
   const LiveSessionConfig& config() const { return cfg_; }
-  int ingest_port() const { return receiver_->port(); }
+  int ingest_port() const { return receiver_ ? receiver_->port() : 0; }
   int audio_port() const { return audio_ ? audio_->port() : 0; }
   // A new viewer gets a keyframe on the next frame. audio_port 0: video only.
   Status AddViewer(const std::string& host, int video_port, int audio_port = 0);
   void RemoveViewer(const std::string& host, int video_port, int audio_port = 0);
+  // WebRTC ingest (config ingest = webrtc): answers a WHIP offer (blocks the
+  // calling thread for the negotiation). One publisher per session.
+  Status AttachPublisher(const Offer& offer, const WebRtcPeerConfig& c, std::string* answer);
+  // A WHEP viewer under `key`: answers its offer (blocks); it gets the next keyframe.
+  Status AddWebViewer(const std::string& key, const Offer& offer, const WebRtcPeerConfig& c, std::string* answer);
+  bool RemoveWebViewer(const std::string& key);
+  // WebRTC viewers whose connection failed or closed, or that did not
+  // connect within connect_timeout_ms: key -> why. The owner removes them.
+  std::map<std::string, std::string> DeadWebViewers(double connect_timeout_ms);
   // Takes effect on the next frame the worker processes, which is encoded as
   // a keyframe: an inter frame would carry the previous mode's picture into
   // the new one for a few frames (measured: 3 frames of residual detail after
@@ -97,11 +114,21 @@ class LiveSession {
   void ProcessOne(Decoded& item);                      // worker thread
   void OnSent(const RtpFrame& f, double sent_ms);      // viewer threads
   void Fail(const std::string& why);
+  void RequestKeyframe(double min_gap_ms);             // any thread: at most one forced keyframe per gap
 
   const std::string id_;
   const LiveSessionConfig cfg_;
   const double started_ms_;
-  std::unique_ptr<RtpReceiver> receiver_;
+  std::unique_ptr<RtpReceiver> receiver_;      // ingest = rtp
+  std::unique_ptr<WhipIngest> whip_;           // ingest = webrtc, once attached (guarded by web_mu_)
+  std::atomic<WhipIngest*> whip_raw_{nullptr};  // the same, for the receiving thread (keyframe requests)
+  struct WebViewer {
+    std::shared_ptr<WhepViewer> peer;
+    double added_ms = 0;
+  };
+  mutable std::mutex web_mu_;
+  std::map<std::string, WebViewer> web_viewers_;  // guarded by web_mu_
+  std::atomic<double> last_publisher_key_ms_{0};
   std::unique_ptr<RtpSender> sender_;
   std::unique_ptr<UdpRelay> audio_;
   std::unique_ptr<VideoDecoder> decoder_;     // receiver thread only

@@ -2,6 +2,8 @@
 
 #include <sys/random.h>
 
+#include <algorithm>
+
 #include <spdlog/spdlog.h>
 
 #include "core/clock.h"
@@ -78,6 +80,9 @@ Result<std::unique_ptr<SessionManager>> SessionManager::Start(const ServerDeps& 
   m->m_rejected_ = &metrics->GetCounter("veil_sessions_rejected_total", "Session creations refused at the session limit");
   m->m_cpu_pct_ = &metrics->GetGauge("veil_process_cpu_percent", "Process CPU over the last second, % of one core");
   m->m_cpu_s_ = &metrics->GetCounter("veil_process_cpu_seconds_total", "Process CPU time, s");
+  const double t0 = NowMs();
+  WarmUpWebRtc();
+  spdlog::info("WebRTC ready in {:.0f} ms (ICE on {} only)", NowMs() - t0, d.server.webrtc.ice_address);
   m->housekeeping_ = std::thread([p = m.get()] { p->Housekeeping(); });
   return m;
 }
@@ -134,6 +139,8 @@ ApiError SessionManager::Create(const CreateSpec& spec, const std::string& calle
   c.ingest_address = deps_.server.rtp_address;
   c.viewer_queue_frames = size_t(deps_.server.viewer_queue);
   c.audio = spec.audio;
+  c.ingest = spec.ingest;
+  if (c.ingest != "rtp" && c.ingest != "webrtc") return {400, "ingest must be rtp or webrtc, got '" + c.ingest + "'"};
 
   std::string id = spec.id;
   uint64_t sched_id = 0;
@@ -175,13 +182,14 @@ ApiError SessionManager::Create(const CreateSpec& spec, const std::string& calle
   e.info.codec = c.codec;
   e.info.created = UtcNowIso();
   e.info.ingest_host = c.ingest_address;
+  e.info.ingest = c.ingest;
   e.info.video_port = e.session->ingest_port();
   e.info.audio_port = e.session->audio_port();
   m_created_->Inc();
   m_sessions_->Set(double(sessions_.size()));
   *out = Snapshot(e);
   AddEvent("session_created", id,
-           "codec=" + c.codec + " mode=" + ModeName(c.privacy.mode) + " ai_target=" + (target.empty() ? "none" : target) +
+           "ingest=" + c.ingest + " codec=" + c.codec + " mode=" + ModeName(c.privacy.mode) + " ai_target=" + (target.empty() ? "none" : target) +
                " video_port=" +
                std::to_string(e.info.video_port) + " audio_port=" + std::to_string(e.info.audio_port) + " by " + caller);
   return {};
@@ -197,9 +205,9 @@ SessionInfo SessionManager::Snapshot(const Entry& e) const {
   return i;
 }
 
-std::unique_ptr<LiveSession> SessionManager::Take(const std::string& id, const std::string& reason,
+std::shared_ptr<LiveSession> SessionManager::Take(const std::string& id, const std::string& reason,
                                                   const std::string& detail) {
-  std::unique_ptr<LiveSession> s;
+  std::shared_ptr<LiveSession> s;
   {
     std::lock_guard lk(mu_);
     auto it = sessions_.find(id);
@@ -269,18 +277,146 @@ ApiError SessionManager::AddViewer(const std::string& id, const std::string& hos
 }
 
 ApiError SessionManager::RemoveViewer(const std::string& id, const std::string& viewer, const std::string& caller) {
-  std::lock_guard lk(mu_);
-  auto it = sessions_.find(id);
-  if (it == sessions_.end() || !it->second.session) return {404, "no session '" + id + "'"};
-  auto& vs = it->second.info.viewers;
-  for (auto v = vs.begin(); v != vs.end(); ++v) {
-    if (v->id != viewer) continue;
-    it->second.session->RemoveViewer(v->host, v->video_port, v->audio_port);
+  std::shared_ptr<LiveSession> web;  // a WebRTC viewer's pipeline is stopped outside the lock
+  {
+    std::lock_guard lk(mu_);
+    auto it = sessions_.find(id);
+    if (it == sessions_.end() || !it->second.session) return {404, "no session '" + id + "'"};
+    auto& vs = it->second.info.viewers;
+    auto v = std::find_if(vs.begin(), vs.end(), [&](const ViewerInfo& x) { return x.id == viewer; });
+    if (v == vs.end()) return {404, "no viewer '" + viewer + "' in session '" + id + "'"};
+    if (v->kind == "webrtc") web = it->second.session;
+    else it->second.session->RemoveViewer(v->host, v->video_port, v->audio_port);
     AddEvent("viewer_removed", id, viewer + " by " + caller);
     vs.erase(v);
-    return {};
   }
-  return {404, "no viewer '" + viewer + "' in session '" + id + "'"};
+  if (web) web->RemoveWebViewer(viewer);
+  return {};
+}
+
+std::shared_ptr<LiveSession> SessionManager::Find(const std::string& id) const {
+  std::lock_guard lk(mu_);
+  auto it = sessions_.find(id);
+  return it == sessions_.end() ? nullptr : it->second.session;
+}
+
+WebRtcPeerConfig SessionManager::PeerConfig() const {
+  WebRtcPeerConfig c;
+  const WebRtcSettings& w = deps_.server.webrtc;
+  c.ice_address = w.ice_address;
+  c.latency_ms = deps_.server.jitter_ms;
+  c.timeout_ms = w.negotiate_timeout_ms;
+  c.start_bitrate_kbps = w.start_bitrate_kbps;
+  return c;
+}
+
+ApiError SessionManager::Publish(const std::string& id, const std::string& offer_text, const std::string& caller,
+                                 WebRtcAnswer* out) {
+  if (!ValidSessionId(id)) return {400, "session id must be 1-64 characters of A-Z a-z 0-9 - _"};
+  OfferRules rules;
+  rules.role = OfferRole::kPublish;
+  rules.loopback_only = IsLoopback(deps_.server.webrtc.ice_address);
+  std::shared_ptr<LiveSession> session = Find(id);
+  if (session) {
+    if (session->config().ingest != "webrtc") return {409, "session '" + id + "' takes plain RTP ingest"};
+    rules.video_codecs = {session->config().codec};
+  }
+  bool unsupported = false;
+  auto offer = ParseOffer(offer_text, rules, &unsupported);
+  if (!offer) return {unsupported ? 422 : 400, "SDP offer: " + offer.error()};
+  bool created = false;
+  if (!session) {
+    CreateSpec spec;
+    spec.id = id;
+    spec.codec = CodecId(offer->video()->chosen.name);
+    spec.audio = offer->audio() != nullptr;
+    spec.ingest = "webrtc";
+    SessionInfo info;
+    if (ApiError e = Create(spec, caller, &info)) return e;
+    session = Find(id);
+    created = true;
+    if (!session) return {409, "session '" + id + "' ended while it was being published"};
+  }
+  std::string answer;
+  const double t0 = NowMs();
+  if (Status s = session->AttachPublisher(*offer, PeerConfig(), &answer); !s) {
+    if (created) Take(id, "error", "WHIP negotiation failed: " + s.message()).reset();
+    const bool taken = s.message().find("already has a publisher") != std::string::npos;
+    return {taken ? 409 : 500, (taken ? "" : "WebRTC negotiation failed: ") + s.message()};
+  }
+  std::lock_guard lk(mu_);
+  auto it = sessions_.find(id);
+  if (it == sessions_.end() || it->second.session != session) return {409, "session '" + id + "' ended during the negotiation"};
+  it->second.info.publisher = "p" + std::to_string(next_web_++);
+  out->session = id;
+  out->resource = it->second.info.publisher;
+  out->sdp = answer;
+  AddEvent("publisher_attached", id,
+           out->resource + " whip codec=" + session->config().codec + " audio=" + (offer->audio() ? "opus" : "none") +
+               " candidates kept/dropped=" + std::to_string(offer->candidates_kept) + "/" +
+               std::to_string(offer->candidates_dropped) + " negotiated in " + std::to_string(int(NowMs() - t0)) +
+               " ms by " + caller);
+  return {};
+}
+
+ApiError SessionManager::Unpublish(const std::string& id, const std::string& resource, const std::string& caller) {
+  {
+    std::lock_guard lk(mu_);
+    auto it = sessions_.find(id);
+    if (it == sessions_.end() || !it->second.session || it->second.info.publisher.empty() ||
+        it->second.info.publisher != resource)
+      return {404, "no WHIP resource '" + resource + "' in session '" + id + "'"};
+  }
+  auto s = Take(id, "unpublished", "WHIP DELETE by " + caller);
+  if (!s) return {404, "no session '" + id + "'"};
+  s.reset();
+  return {};
+}
+
+ApiError SessionManager::Watch(const std::string& id, const std::string& offer_text, const std::string& caller,
+                               WebRtcAnswer* out) {
+  std::shared_ptr<LiveSession> session = Find(id);
+  if (!session) return {404, "no session '" + id + "'"};
+  OfferRules rules;
+  rules.role = OfferRole::kView;
+  rules.video_codecs = {session->config().codec};
+  rules.loopback_only = IsLoopback(deps_.server.webrtc.ice_address);
+  bool unsupported = false;
+  auto offer = ParseOffer(offer_text, rules, &unsupported);
+  if (!offer) return {unsupported ? 422 : 400, "SDP offer: " + offer.error()};
+  std::string key;
+  {
+    std::lock_guard lk(mu_);
+    auto it = sessions_.find(id);
+    if (it == sessions_.end() || it->second.session != session) return {404, "no session '" + id + "'"};
+    Entry& e = it->second;
+    if (int(e.info.viewers.size()) >= deps_.server.max_viewers)
+      return {503, "viewer limit reached (" + std::to_string(deps_.server.max_viewers) + ", server.max_viewers)"};
+    key = "w" + std::to_string(next_web_++);
+    e.info.viewers.push_back({key, "", 0, 0, "webrtc"});  // holds its place under the limit
+  }
+  std::string answer;
+  const double t0 = NowMs();
+  const Status s = session->AddWebViewer(key, *offer, PeerConfig(), &answer);
+  std::lock_guard lk(mu_);
+  auto it = sessions_.find(id);
+  const bool alive = it != sessions_.end() && it->second.session == session;
+  if (!s || !alive) {
+    if (alive) {
+      auto& vs = it->second.info.viewers;
+      vs.erase(std::remove_if(vs.begin(), vs.end(), [&](const ViewerInfo& v) { return v.id == key; }), vs.end());
+    }
+    if (s) session->RemoveWebViewer(key);
+    return s ? ApiError{404, "session '" + id + "' ended during the negotiation"}
+             : ApiError{500, "WebRTC negotiation failed: " + s.message()};
+  }
+  out->session = id;
+  out->resource = key;
+  out->sdp = answer;
+  AddEvent("viewer_added", id,
+           key + " whep audio=" + (offer->audio() ? "opus" : "none") + " negotiated in " +
+               std::to_string(int(NowMs() - t0)) + " ms by " + caller);
+  return {};
 }
 
 ApiError SessionManager::SetMode(const std::string& id, const std::string& mode, const std::string& caller,
@@ -346,13 +482,25 @@ void SessionManager::Housekeeping() {
       last_cpu = cpu;
       last_wall = now;
     }
-    // Decide under the lock, end sessions outside it.
+    // Decide under the lock, end sessions (and drop dead WebRTC viewers) outside it.
     std::vector<std::pair<std::string, std::pair<std::string, std::string>>> ending;
+    std::vector<std::pair<std::shared_ptr<LiveSession>, std::map<std::string, std::string>>> dead_viewers;
     {
       std::lock_guard lk(mu_);
       for (auto& [id, e] : sessions_) {
         if (!e.session) continue;
         const LiveSessionStats st = e.session->Tick();
+        if (!st.web_viewers.empty()) {
+          auto dead = e.session->DeadWebViewers(deps_.server.webrtc.connect_timeout_ms);
+          if (!dead.empty()) {
+            auto& vs = e.info.viewers;
+            for (const auto& [key, why] : dead) {
+              vs.erase(std::remove_if(vs.begin(), vs.end(), [&](const ViewerInfo& v) { return v.id == key; }), vs.end());
+              AddEvent("viewer_removed", id, key + " (" + why + ")");
+            }
+            dead_viewers.push_back({e.session, std::move(dead)});
+          }
+        }
         if (std::string err = e.session->error(); !err.empty()) {
           ending.push_back({id, {"error", err}});
           continue;
@@ -363,6 +511,9 @@ void SessionManager::Housekeeping() {
           ending.push_back({id, {"start_timeout", "no packet in " + std::to_string(int(st.age_ms)) + " ms"}});
       }
     }
+    for (auto& [session, dead] : dead_viewers)
+      for (const auto& [key, why] : dead) session->RemoveWebViewer(key);
+    dead_viewers.clear();
     for (const auto& [id, why] : ending) Take(id, why.first, why.second).reset();
   }
 }

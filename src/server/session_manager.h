@@ -3,7 +3,7 @@
 // inference/ai_router.h) and the
 // housekeeping that ends sessions whose publisher went away or whose
 // pipeline failed. Transport-neutral: the HTTP API (http_api) and later
-// WebRTC call into it. Every change of state is an event (kept in a ring for
+// WebRTC (WHIP/WHEP) call into it. Every change of state is an event (kept in a ring for
 // /v1/events and logged).
 #pragma once
 #include <atomic>
@@ -35,6 +35,7 @@ struct ApiError {
 struct ViewerInfo {
   std::string id, host;
   int video_port = 0, audio_port = 0;
+  std::string kind = "rtp";  // rtp | webrtc (WHEP)
 };
 
 struct SessionInfo {
@@ -43,6 +44,8 @@ struct SessionInfo {
   std::string ingest_host;
   int video_port = 0, audio_port = 0;
   std::string target;  // AI target
+  std::string ingest = "rtp";  // rtp | webrtc (WHIP)
+  std::string publisher;       // webrtc: the WHIP resource of the attached publisher ("" = none)
   std::vector<ViewerInfo> viewers;
   LiveSessionStats stats;
 };
@@ -57,6 +60,12 @@ struct CreateSpec {
   std::string codec = "vp8";
   std::string mode;   // empty: the configured default
   bool audio = true;
+  std::string ingest = "rtp";  // rtp | webrtc
+};
+
+// The result of a WHIP publish or WHEP watch: the SDP answer and the resource it made.
+struct WebRtcAnswer {
+  std::string session, resource, sdp;
 };
 
 struct ServerDeps {
@@ -82,6 +91,14 @@ class SessionManager {
   ApiError RemoveViewer(const std::string& id, const std::string& viewer, const std::string& caller);
   ApiError SetMode(const std::string& id, const std::string& mode, const std::string& caller, Mode* previous);
   ApiError InjectFault(bool stall, bool fail, const std::string& caller);
+  // WHIP: answers a publisher's offer for session `id`, creating the session
+  // (ingest webrtc, codec from the offer) when it does not exist. Blocks for
+  // the negotiation. 400 malformed offer, 409 already published, 422 no usable codec.
+  ApiError Publish(const std::string& id, const std::string& offer, const std::string& caller, WebRtcAnswer* out);
+  // WHIP DELETE: the publisher leaves and the session ends.
+  ApiError Unpublish(const std::string& id, const std::string& resource, const std::string& caller);
+  // WHEP: a viewer's offer for session `id`. Blocks for the negotiation.
+  ApiError Watch(const std::string& id, const std::string& offer, const std::string& caller, WebRtcAnswer* out);
   std::vector<Event> Events(uint64_t after_seq) const;
 
   // Readiness: empty when new sessions can be taken, else why not.
@@ -95,15 +112,18 @@ class SessionManager {
 
  private:
   struct Entry {
-    std::unique_ptr<LiveSession> session;
+    std::shared_ptr<LiveSession> session;  // shared: a WebRTC negotiation may hold it outside the lock
     SessionInfo info;  // static part (viewers kept current)
     uint64_t sched_id = 0;
     int next_viewer = 1;
   };
   SessionManager(const ServerDeps& d, MetricsRegistry* m);
   void Housekeeping();
+  WebRtcPeerConfig PeerConfig() const;
+  // The session (shared) when it exists and is running.
+  std::shared_ptr<LiveSession> Find(const std::string& id) const;
   // Removes a session from the table (under mu_) and returns it for destruction outside the lock.
-  std::unique_ptr<LiveSession> Take(const std::string& id, const std::string& reason, const std::string& detail);
+  std::shared_ptr<LiveSession> Take(const std::string& id, const std::string& reason, const std::string& detail);
   void AddEvent(const std::string& type, const std::string& session, const std::string& detail);
   SessionInfo Snapshot(const Entry& e) const;
 
@@ -116,6 +136,7 @@ class SessionManager {
   int creating_ = 0;                       // guarded by mu_: sessions being started (count toward the limit)
   bool draining_ = false;                  // guarded by mu_
   uint64_t next_sched_id_ = 1;             // guarded by mu_
+  uint64_t next_web_ = 1;                  // guarded by mu_: WHIP/WHEP resource numbers
   mutable std::mutex ev_mu_;
   std::deque<Event> events_;  // guarded by ev_mu_
   uint64_t event_seq_ = 0;    // guarded by ev_mu_

@@ -1,12 +1,16 @@
 // The pages `veil serve` serves to browsers (web/*.html, embedded at build time).
+// They hold no data: their scripts call this server (the control API with
+// the token the operator types, WHIP/WHEP with the publish/view token).
 #pragma once
 #include <string_view>
 
 namespace veil {
 
-// The operator page: sessions with per-stage timings and privacy-mode
-// buttons, AI targets, events. It holds no data: its script calls the
-// control API (with the token the operator types when the server wants one).
+// Sessions with per-stage timings and privacy-mode buttons, AI targets, events.
 std::string_view OperatorPage();
+// Camera preview, go live over WHIP, live stats.
+std::string_view PublishPage();
+// WHEP player with FPS, latency and resolution.
+std::string_view WatchPage();
 
 }  // namespace veil

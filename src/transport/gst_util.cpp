@@ -20,6 +20,11 @@ Result<GstPipeline> GstPipeline::Parse(const std::string& description) {
     return Status::Error("gstreamer pipeline: " + msg);
   }
   if (!p) return Status::Error("gstreamer pipeline: cannot create");
+  if (!GST_IS_PIPELINE(p)) {  // a single element comes back as itself
+    GstElement* pipe = gst_pipeline_new(nullptr);
+    gst_bin_add(GST_BIN(pipe), p);
+    p = pipe;
+  }
   return GstPipeline(p);
 }
 

@@ -5,79 +5,21 @@
 // Screenshots go to $VEIL_SCREENSHOTS. Loopback only: the browser resolves
 // no host name and the page talks only to the server that served it.
 // Env: VEIL_BIN (veil binary), VEIL_TEST_MEDIA (generated media), VEIL_SCREENSHOTS, CHROMIUM (default /usr/bin/chromium).
-import { spawn } from "node:child_process";
 import { existsSync, mkdirSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
-import { chromium } from "playwright-core";
-
-const bin = process.env.VEIL_BIN;
-const media = process.env.VEIL_TEST_MEDIA;
-const shots = process.env.VEIL_SCREENSHOTS || "screenshots";
-const browserPath = process.env.CHROMIUM || "/usr/bin/chromium";
-const children = [];
-let browser;
-
-function fail(msg) {
-  console.error("FAIL: " + msg);
-  cleanup().finally(() => process.exit(1));
-}
-async function cleanup() {
-  if (browser) await browser.close().catch(() => {});
-  for (const c of children) if (c.exitCode === null) c.kill("SIGTERM");
-}
-function check(cond, msg) {
-  if (!cond) throw new Error(msg);
-  console.log("ok: " + msg);
-}
-
-// Starts `veil serve` on a free loopback port and resolves to its URL.
-function startServer(extra = []) {
-  return new Promise((resolve, reject) => {
-    const p = spawn(bin, ["serve", "--listen", "127.0.0.1:0", ...extra], { stdio: ["ignore", "pipe", "pipe"] });
-    children.push(p);
-    let out = "", err = "";
-    p.stdout.on("data", d => {
-      out += d;
-      const m = out.match(/listening on (http:\/\/127\.0\.0\.1:\d+)/);
-      if (m) resolve(m[1]);
-    });
-    p.stderr.on("data", d => (err += d));
-    p.on("exit", code => reject(new Error("veil serve exited " + code + ": " + err)));
-    setTimeout(() => reject(new Error("veil serve did not start")), 30000);
-  });
-}
-
-async function api(url, method, path, body) {
-  const r = await fetch(url + path, {
-    method, headers: body ? { "Content-Type": "application/json" } : {}, body: body ? JSON.stringify(body) : undefined,
-  });
-  return { status: r.status, body: r.status === 204 ? {} : await r.json() };
-}
+import { api, bin, browserPath, check, cleanup, launchBrowser, media, run, shots, spawnChild, startServer } from "./harness.mjs";
 
 async function main() {
   for (const [what, path] of [["VEIL_BIN", bin], ["VEIL_TEST_MEDIA", media], ["chromium", browserPath]])
-    if (!path || !existsSync(path)) return fail(`${what} not found (${path}): run ./scripts/install-deps.sh and build first`);
+    if (!path || !existsSync(path)) throw new Error(`${what} not found (${path}): run ./scripts/install-deps.sh and build first`);
   mkdirSync(shots, { recursive: true });
-  const url = await startServer();
+  const { url } = await startServer();
   console.log("veil serve on " + url);
   // A live session: the 720p30 VP8 clip with faces as paced RTP, and one recording-free viewer.
-  const pub = spawn(bin, ["publish", "--server", url, "-i", media + "/sample_720p30.ivf", "--session", "web", "--seconds", "30"],
-                    { stdio: "ignore" });
-  children.push(pub);
-  const view = spawn(bin, ["view", "--server", url, "--session", "web", "--seconds", "30", "--wait", "10"], { stdio: "ignore" });
-  children.push(view);
+  spawnChild(["publish", "--server", url, "-i", media + "/sample_720p30.ivf", "--session", "web", "--seconds", "30"]);
+  spawnChild(["view", "--server", url, "--session", "web", "--seconds", "30", "--wait", "10"]);
 
-  browser = await chromium.launch({
-    executablePath: browserPath,
-    headless: true,
-    args: [
-      "--no-sandbox", "--disable-gpu", "--headless=new",
-      "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1",
-      "--disable-background-networking", "--disable-component-update", "--disable-sync",
-      "--disable-default-apps", "--no-first-run", "--disable-domain-reliability",
-      "--disable-features=WebRtcHideLocalIpsWithMdns,MediaRouter,OptimizationHints,Translate",
-    ],
-  });
+  const browser = await launchBrowser();
   const page = await browser.newPage({ viewport: { width: 1500, height: 800 } });
   const offsite = [];
   page.on("request", r => { if (!r.url().startsWith(url)) offsite.push(r.url()); });
@@ -123,7 +65,7 @@ async function main() {
 
   // A server that wants a token: the page loads without one, asks for it, and works once given.
   const token = "operator-test-token-0123456789";
-  const secured = await startServer(["--token", token]);
+  const secured = (await startServer(["--token", token])).url;
   const denied = await fetch(secured + "/v1/sessions");
   check(denied.status === 401, "the API refuses a call without the token");
   const p2 = await browser.newPage();
@@ -139,4 +81,4 @@ async function main() {
   console.log("PASS: screenshots in " + shots);
 }
 
-main().catch(e => fail(e.stack || String(e)));
+run(main);

@@ -128,6 +128,10 @@ Status RtpSender::AddViewer(const std::string& host, int port) {
   });
 }
 
+Status RtpSender::AddSink(const std::string& key, Fanout::Sink sink) { return fanout_->Add(key, std::move(sink)); }
+
+bool RtpSender::RemoveSink(const std::string& key) { return fanout_->Remove(key); }
+
 bool RtpSender::RemoveViewer(const std::string& host, int port) {
   return fanout_->Remove(host + ":" + std::to_string(port));
 }

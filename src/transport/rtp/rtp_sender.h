@@ -35,6 +35,9 @@ class RtpSender {
   // Viewers are numeric unicast IPv4 addresses (policy on which ones is the caller's).
   Status AddViewer(const std::string& host, int port);
   bool RemoveViewer(const std::string& host, int port);
+  // Any other viewer (a WebRTC connection): gets the same packets through its own fan-out queue.
+  Status AddSink(const std::string& key, Fanout::Sink sink);
+  bool RemoveSink(const std::string& key);
   size_t viewers() const { return fanout_->size(); }
   std::map<std::string, ViewerStats> viewer_stats() const { return fanout_->Stats(); }
   uint64_t viewer_drops() const { return fanout_->total_dropped(); }

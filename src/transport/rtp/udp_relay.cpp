@@ -42,18 +42,36 @@ void UdpRelay::Run() {
   std::vector<uint8_t> buf(2048);
   while (!stop_) {
     const long n = in_.Receive(buf.data(), buf.size(), 100);
-    if (n <= 0) continue;
-    ++in_count_;
-    bytes_ += uint64_t(n);
-    if (n < 12 || n > 1500 || (buf[0] >> 6) != 2) {
-      ++invalid_;
-      continue;
-    }
-    last_ms_ = NowMs();
-    std::lock_guard lk(mu_);
-    for (const auto& [k, a] : dests_)
-      if (out_.SendTo(a, buf.data(), size_t(n))) ++fwd_;
+    if (n > 0) Forward(buf.data(), size_t(n));
   }
+}
+
+void UdpRelay::Forward(const uint8_t* data, size_t n) {
+  ++in_count_;
+  bytes_ += uint64_t(n);
+  if (n < 12 || n > 1500 || (data[0] >> 6) != 2) {
+    ++invalid_;
+    return;
+  }
+  last_ms_ = NowMs();
+  std::lock_guard lk(mu_);
+  for (const auto& [k, a] : dests_)
+    if (out_.SendTo(a, data, n)) ++fwd_;
+  for (const auto& [k, tap] : taps_) {
+    tap(data, n);
+    ++fwd_;
+  }
+}
+
+Status UdpRelay::AddTap(const std::string& key, Tap tap) {
+  std::lock_guard lk(mu_);
+  if (!taps_.emplace(key, std::move(tap)).second) return Status::Error("audio tap " + key + " already exists");
+  return Status::Ok();
+}
+
+bool UdpRelay::RemoveTap(const std::string& key) {
+  std::lock_guard lk(mu_);
+  return taps_.erase(key) > 0;
 }
 
 UdpRelayStats UdpRelay::stats() const {

@@ -94,11 +94,14 @@ TEST(Mosaic, FullFrame) {
 }
 
 TEST(Mosaic, CellAdaptsToFaceSizeWithFloor) {
-  MosaicParams p;  // 8 across, min 8
-  EXPECT_EQ(CellSizeFor(40, p), 8);     // 5 px would be too fine: floor at 8
+  MosaicParams p;  // 3 across, min 8
+  EXPECT_EQ(CellSizeFor(20, p), 8);     // 6.7 px would be too fine: floor at 8
+  EXPECT_EQ(CellSizeFor(60, p), 20);
+  EXPECT_EQ(CellSizeFor(150, p), 50);
+  EXPECT_EQ(CellSizeFor(63, p), 22);    // always even (chroma alignment)
+  p.cells_across = 8;
+  EXPECT_EQ(CellSizeFor(40, p), 8);
   EXPECT_EQ(CellSizeFor(160, p), 20);
-  EXPECT_EQ(CellSizeFor(400, p), 50);
-  EXPECT_EQ(CellSizeFor(170, p), 22);   // always even (chroma alignment)
   p.fixed_cell = 12;
   EXPECT_EQ(CellSizeFor(400, p), 12);
 }

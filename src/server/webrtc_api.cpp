@@ -1,0 +1,124 @@
+#include "server/webrtc_api.h"
+
+#include <httplib.h>
+
+#include <algorithm>
+
+#include "core/clock.h"
+#include "server/http_util.h"
+
+namespace veil {
+
+WebRtcRoutes::WebRtcRoutes(SessionManager* sessions, MetricsRegistry* metrics, const WebRtcSettings& s)
+    : sessions_(sessions), metrics_(metrics), s_(s), tokens_(std::max(1.0, 2 * s.offers_per_s)), bucket_ms_(NowMs()) {}
+
+Counter& WebRtcRoutes::Offers(const char* kind, const char* result) {
+  return metrics_->GetCounter("veil_webrtc_offers_total", "WHIP/WHEP offers by outcome (ok, refused: 4xx, throttled: 429, failed: 5xx)",
+                              {{"kind", kind}, {"result", result}});
+}
+
+std::string WebRtcRoutes::Admit() {
+  {
+    std::lock_guard lk(bucket_mu_);
+    const double now = NowMs();
+    const double burst = std::max(1.0, 2 * s_.offers_per_s);
+    tokens_ = std::min(burst, tokens_ + (now - bucket_ms_) / 1000.0 * s_.offers_per_s);
+    bucket_ms_ = now;
+    if (tokens_ < 1) return "too many offers (webrtc.offers_per_s = " + FormatValue(s_.offers_per_s) + ")";
+    tokens_ -= 1;
+  }
+  if (++pending_ > s_.max_pending) {
+    --pending_;
+    return "too many negotiations at once (webrtc.max_pending = " + std::to_string(s_.max_pending) + ")";
+  }
+  return "";
+}
+
+void WebRtcRoutes::Cors(httplib::Response& res) const {
+  res.set_header("Access-Control-Allow-Origin", s_.allow_origin);
+  res.set_header("Access-Control-Expose-Headers", "Location, Accept-Post, Retry-After");
+  if (s_.allow_origin != "*") res.set_header("Vary", "Origin");
+}
+
+void WebRtcRoutes::Offer(const httplib::Request& req, httplib::Response& res, bool publish) {
+  const char* kind = publish ? "whip" : "whep";
+  Cors(res);
+  const std::string& token = publish ? s_.publish_token : s_.view_token;
+  if (!BearerOk(req, token)) {
+    Offers(kind, "refused").Inc();
+    res.set_header("WWW-Authenticate", "Bearer");
+    return Error(res, 401, std::string(publish ? "publishing" : "watching") + " needs Authorization: Bearer <token>");
+  }
+  const std::string ct = req.get_header_value("Content-Type");
+  if (ct.rfind("application/sdp", 0) != 0) {
+    Offers(kind, "refused").Inc();
+    res.set_header("Accept-Post", "application/sdp");
+    return Error(res, 415, "the offer must be sent as Content-Type: application/sdp");
+  }
+  if (std::string why = Admit(); !why.empty()) {
+    Offers(kind, "throttled").Inc();
+    res.set_header("Retry-After", "1");
+    return Error(res, 429, why);
+  }
+  WebRtcAnswer a;
+  const std::string id = req.matches[1];
+  const ApiError e = publish ? sessions_->Publish(id, req.body, Caller(req), &a) : sessions_->Watch(id, req.body, Caller(req), &a);
+  Done();
+  if (e) {
+    Offers(kind, e.http >= 500 ? "failed" : "refused").Inc();
+    if (e.http == 503) res.set_header("Retry-After", "5");
+    return Error(res, e.http, e.message);
+  }
+  Offers(kind, "ok").Inc();
+  res.status = 201;
+  res.set_header("Location", std::string("/") + kind + "/" + a.session + "/" + a.resource);
+  res.set_content(a.sdp, "application/sdp");
+}
+
+void WebRtcRoutes::Register(httplib::Server& h) {
+  for (const bool publish : {true, false}) {
+    const std::string base = publish ? "/whip/" : "/whep/";
+    const std::string sid = base + "([A-Za-z0-9_-]{1,64})";
+    const std::string rid = sid + "/([A-Za-z0-9]{1,16})";
+    h.Post(sid, [this, publish](const httplib::Request& req, httplib::Response& res) { Offer(req, res, publish); });
+    h.Delete(rid, [this, publish](const httplib::Request& req, httplib::Response& res) {
+      Cors(res);
+      if (!BearerOk(req, publish ? s_.publish_token : s_.view_token)) {
+        res.set_header("WWW-Authenticate", "Bearer");
+        return Error(res, 401, "missing or wrong bearer token");
+      }
+      const std::string id = req.matches[1], resource = req.matches[2];
+      ApiError e;
+      if (publish) {
+        e = sessions_->Unpublish(id, resource, Caller(req));
+      } else {
+        SessionInfo info;
+        const bool web = !sessions_->Get(id, &info) &&
+                         std::any_of(info.viewers.begin(), info.viewers.end(),
+                                     [&](const ViewerInfo& v) { return v.id == resource && v.kind == "webrtc"; });
+        e = web ? sessions_->RemoveViewer(id, resource, Caller(req))
+                : ApiError{404, "no WHEP resource '" + resource + "' in session '" + id + "'"};
+      }
+      if (e) return Error(res, e.http, e.message);
+      res.status = 200;
+    });
+    h.Patch(rid, [this](const httplib::Request&, httplib::Response& res) {
+      Cors(res);
+      res.set_header("Allow", "DELETE, OPTIONS");
+      Error(res, 405, "trickle ICE and ICE restarts are not supported: send a complete offer (non-trickle)");
+    });
+    for (const std::string& path : {sid, rid}) {
+      h.Options(path, [this, path, rid](const httplib::Request&, httplib::Response& res) {
+        Cors(res);
+        const bool resource = path == rid;
+        res.set_header("Access-Control-Allow-Methods", resource ? "DELETE, OPTIONS" : "POST, OPTIONS");
+        res.set_header("Access-Control-Allow-Headers", "Authorization, Content-Type, If-Match");
+        res.set_header("Access-Control-Max-Age", "600");
+        if (!resource) res.set_header("Accept-Post", "application/sdp");
+        res.status = 204;
+      });
+    }
+  }
+}
+
+}  // namespace veil

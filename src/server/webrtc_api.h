@@ -1,0 +1,51 @@
+// WHIP (RFC 9725) publish and WHEP watch over HTTP, in front of the session
+// manager:
+//   POST   /whip/{session}             SDP offer -> 201, Location, SDP answer (creates the session)
+//   DELETE /whip/{session}/{resource}  the publisher leaves; the session ends
+//   POST   /whep/{session}             SDP offer -> 201, Location, SDP answer (a viewer)
+//   DELETE /whep/{session}/{viewer}
+//   OPTIONS on all of them: CORS preflight, Accept-Post: application/sdp
+//   PATCH  (trickle ICE / ICE restart): 405, veil answers non-trickle only
+// Publishing needs "Authorization: Bearer <webrtc.publish_token>"; watching
+// needs webrtc.view_token when one is set. Offers are admitted through a
+// token bucket (webrtc.offers_per_s) and at most webrtc.max_pending at once;
+// anything beyond is 429 with Retry-After.
+#pragma once
+#include <atomic>
+#include <mutex>
+#include <string>
+
+#include "config/config.h"
+#include "core/metrics.h"
+#include "server/session_manager.h"
+
+namespace httplib {
+class Server;
+struct Request;
+struct Response;
+}  // namespace httplib
+
+namespace veil {
+
+class WebRtcRoutes {
+ public:
+  WebRtcRoutes(SessionManager* sessions, MetricsRegistry* metrics, const WebRtcSettings& s);
+  void Register(httplib::Server& h);
+
+ private:
+  // Admission of one offer: "" when admitted (release with Done()), else why not.
+  std::string Admit();
+  void Done() { --pending_; }
+  void Cors(httplib::Response& res) const;
+  void Offer(const httplib::Request& req, httplib::Response& res, bool publish);
+  Counter& Offers(const char* kind, const char* result);
+
+  SessionManager* sessions_;
+  MetricsRegistry* metrics_;
+  const WebRtcSettings s_;
+  std::atomic<int> pending_{0};
+  std::mutex bucket_mu_;
+  double tokens_ = 0, bucket_ms_ = 0;  // guarded by bucket_mu_
+};
+
+}  // namespace veil

@@ -1,0 +1,60 @@
+// WHIP/WHEP SDP offers: parsed and checked before any WebRTC object exists,
+// so a malformed or unsupported offer is a clear 4xx and costs nothing.
+// Also the answer fix-ups veil applies (start bitrate for Chromium).
+#pragma once
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+
+namespace veil {
+
+struct OfferCodec {
+  int pt = -1;
+  std::string name;  // upper case: VP8, H264, OPUS
+  int clock_rate = 0;
+  std::string fmtp;  // parameters after "a=fmtp:PT ", "" when none
+};
+
+struct OfferMedia {
+  std::string kind;       // video | audio
+  std::string mid;
+  std::string direction;  // sendrecv | sendonly | recvonly | inactive (as offered)
+  std::vector<OfferCodec> codecs;
+  int twcc_ext = 0;       // extmap id of transport-wide-cc, 0 when not offered
+  bool nack = false, pli = false, transport_cc = false;  // rtcp-fb offered for the chosen codec
+  OfferCodec chosen;      // the codec veil will use (pt -1: none usable)
+};
+
+struct Offer {
+  std::vector<OfferMedia> media;
+  std::string sdp;  // the offer with every candidate veil will not use removed
+  int candidates_kept = 0, candidates_dropped = 0;
+  const OfferMedia* video() const;
+  const OfferMedia* audio() const;
+};
+
+enum class OfferRole { kPublish, kView };  // WHIP: the peer sends video; WHEP: the peer receives it
+
+struct OfferRules {
+  OfferRole role = OfferRole::kPublish;
+  // Video codecs acceptable, in preference order (vp8, h264). A viewer's
+  // offer must include the session's codec: give just that one.
+  std::vector<std::string> video_codecs{"vp8", "h264"};
+  // Candidates kept: UDP only; with loopback_only, 127.0.0.1 only.
+  bool loopback_only = true;
+};
+
+// Parses and validates `text`. Errors name what is wrong (for a 400 / 406
+// answer); `unsupported` is set when the offer is well formed but offers no
+// codec veil can use (406 Not Acceptable).
+Result<Offer> ParseOffer(const std::string& text, const OfferRules& rules, bool* unsupported = nullptr);
+
+// "vp8" | "h264" for an offered video codec name.
+std::string CodecId(const std::string& encoding_name);
+
+// Adds x-google-start-bitrate (kbit/s) to the fmtp of `pt` in the answer's
+// video section (Chromium otherwise starts a publisher at 320x180).
+std::string WithStartBitrate(const std::string& answer, int pt, int kbps);
+
+}  // namespace veil

@@ -1,0 +1,55 @@
+// WHIP ingest: one publisher's WebRTC connection (webrtcbin, receive only).
+// Video is depayloaded into compressed frames for the session (decoding
+// stays in src/media, as for plain RTP); Opus audio leaves as RTP packets,
+// untouched, for the session's audio fan-out.
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "media/codec.h"
+#include "transport/webrtc/webrtc_peer.h"
+
+namespace veil {
+
+struct WhipIngestStats {
+  uint64_t frames = 0, audio_packets = 0, keyframe_requests = 0;
+  std::string state;  // connection state
+};
+
+class WhipIngest {
+ public:
+  // Called on a streaming thread: a complete compressed frame, its RTP-clock
+  // timestamp (90 kHz, from the buffer's running time) and arrival_ms set.
+  using OnFrame = std::function<void(EncodedFrame&& frame, uint32_t rtp_timestamp)>;
+  // Called on a streaming thread for every Opus RTP packet.
+  using OnAudio = std::function<void(const uint8_t* data, size_t size)>;
+  // Answers `offer` (already checked by ParseOffer with OfferRole::kPublish);
+  // the answer is in *answer on success.
+  static Result<std::unique_ptr<WhipIngest>> Start(const Offer& offer, const WebRtcPeerConfig& c, OnFrame on_frame,
+                                                   OnAudio on_audio, std::string* answer);
+  ~WhipIngest();
+  const std::string& codec() const { return codec_; }  // vp8 | h264
+  // Asks the publisher for a keyframe (RTCP PLI), e.g. after a decode error.
+  void RequestKeyframe();
+  std::string PollError() { return peer_->PollError(); }
+  WhipIngestStats stats() const;
+
+ private:
+  WhipIngest() = default;
+  static void OnPadAdded(GstElement* webrtc, GstPad* pad, gpointer self);
+  static GstFlowReturn OnVideoSample(GstElement* sink, gpointer self);
+  static GstFlowReturn OnAudioSample(GstElement* sink, gpointer self);
+  std::unique_ptr<WebRtcPeer> peer_;
+  std::string codec_;
+  int video_pt_ = -1, audio_pt_ = -1;
+  OnFrame on_frame_;
+  OnAudio on_audio_;
+  std::atomic<GstElement*> video_sink_{nullptr};  // set on the streaming thread once linked (owned by the pipeline)
+  std::atomic<uint64_t> frames_{0}, audio_{0}, key_requests_{0};
+  std::atomic<bool> linked_video_{false};
+};
+
+}  // namespace veil

@@ -1,0 +1,89 @@
+// Shared by the browser tests: veil serve on a free loopback port, Debian's
+// headless chromium pinned to loopback, and small assertion helpers.
+import { spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { chromium } from "playwright-core";
+
+export const bin = process.env.VEIL_BIN;
+export const media = process.env.VEIL_TEST_MEDIA;
+export const shots = process.env.VEIL_SCREENSHOTS || "screenshots";
+export const browserPath = process.env.CHROMIUM || "/usr/bin/chromium";
+const children = [];
+let browser = null;
+
+export function check(cond, msg) {
+  if (!cond) throw new Error(msg);
+  console.log("ok: " + msg);
+}
+
+export async function cleanup() {
+  if (browser) await browser.close().catch(() => {});
+  browser = null;
+  for (const c of children) if (c.exitCode === null) c.kill("SIGTERM");
+}
+
+export function run(main) {
+  main().catch(async e => {
+    console.error("FAIL: " + (e.stack || String(e)));
+    await cleanup();
+    process.exit(1);
+  });
+}
+
+export function spawnChild(args, opts = { stdio: "ignore" }) {
+  const p = spawn(bin, args, opts);
+  children.push(p);
+  return p;
+}
+
+// Starts `veil serve` on a free loopback port; resolves to { url, proc, log() }.
+export function startServer(extra = []) {
+  return new Promise((resolve, reject) => {
+    const p = spawnChild(["serve", "--listen", "127.0.0.1:0", ...extra], { stdio: ["ignore", "pipe", "pipe"] });
+    let out = "", err = "";
+    p.stdout.on("data", d => {
+      out += d;
+      const m = out.match(/listening on (http:\/\/127\.0\.0\.1:\d+)/);
+      if (m) resolve({ url: m[1], proc: p, log: () => out + err });
+    });
+    p.stderr.on("data", d => (err += d));
+    p.on("exit", code => reject(new Error("veil serve exited " + code + ": " + err)));
+    setTimeout(() => reject(new Error("veil serve did not start")), 30000);
+  });
+}
+
+export async function api(url, method, path, body) {
+  const r = await fetch(url + path, {
+    method, headers: body ? { "Content-Type": "application/json" } : {}, body: body ? JSON.stringify(body) : undefined,
+  });
+  return { status: r.status, body: r.status === 204 ? {} : await r.json() };
+}
+
+// Threads and CPU seconds (user + system) of a process, from /proc.
+export function procStats(pid) {
+  const status = readFileSync(`/proc/${pid}/status`, "utf8");
+  const threads = parseInt(status.match(/^Threads:\s+(\d+)/m)[1], 10);
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return { threads, cpu_s: (parseInt(f[11], 10) + parseInt(f[12], 10)) / 100 };
+}
+
+// Headless chromium that stays on loopback: no host name resolves, no background
+// networking, WebRTC may use 127.0.0.1 (and nothing else is offered: no mDNS names).
+export async function launchBrowser(extra = []) {
+  browser = await chromium.launch({
+    executablePath: browserPath,
+    headless: true,
+    args: [
+      "--no-sandbox", "--disable-gpu", "--headless=new",
+      "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1",
+      "--disable-background-networking", "--disable-component-update", "--disable-sync",
+      "--disable-default-apps", "--no-first-run", "--disable-domain-reliability",
+      "--disable-background-timer-throttling", "--disable-renderer-backgrounding",
+      "--disable-backgrounding-occluded-windows",
+      "--disable-features=WebRtcHideLocalIpsWithMdns,MediaRouter,OptimizationHints,Translate",
+      ...extra,
+    ],
+  });
+  return browser;
+}

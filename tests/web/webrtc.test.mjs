@@ -1,0 +1,313 @@
+// WHIP publish and WHEP watch end to end in a real browser (Debian's headless chromium driven by
+// playwright-core). A fake 720p30 camera (a Y4M of the clip with faces, generated, with a frame code
+// in its corner) is published through the publish page, watched on the watch page, and:
+//  - the viewer decodes >= 28 fps at 1280x720 after warm-up (WebRTC inbound-rtp framesDecoded);
+//  - frames captured from the viewer's <video> hold no face veil's own detector can find, while the
+//    source frames do (and the same capture in bypass mode does show faces: the check can fail);
+//  - the operator page's "full blur" turns what the viewer sees into a whole-frame mosaic within 1 s;
+//  - glass-to-glass latency (publisher preview -> viewer, by frame code) is reported;
+//  - bad input gets clear 4xx/429 answers and leaks nothing (sessions and server threads return);
+//  - server CPU per session, WebRTC ingest vs plain RTP ingest (same WHEP viewer), is reported.
+// Loopback only: the server's ICE uses 127.0.0.1, the browser resolves no host name and offers only
+// 127.0.0.1 candidates. Figures are printed as "figure: ..." lines; screenshots go to $VEIL_SCREENSHOTS.
+import { execFileSync } from "node:child_process";
+import { existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { setTimeout as sleep } from "node:timers/promises";
+import {
+  api, bin, browserPath, check, cleanup, launchBrowser, media, procStats, run, shots, spawnChild, startServer,
+} from "./harness.mjs";
+
+const TOKEN = "whip-test-token-0123456789";
+const camera = media + "/camera_720p30.y4m";
+const frames = shots + "/webrtc-frames";
+
+function detect(paths) {
+  const out = execFileSync(bin, ["detect", "--json", ...paths], { encoding: "utf8", maxBuffer: 1 << 24 });
+  return JSON.parse(out).images.map(i => i.faces.length);
+}
+
+async function waitFor(page, fn, what, ms = 20000) {
+  const t0 = Date.now();
+  for (;;) {
+    const v = await page.evaluate(fn);
+    if (v) return v;
+    if (Date.now() - t0 > ms) throw new Error("timed out waiting for " + what);
+    await sleep(200);
+  }
+}
+
+// Mean luma standard deviation inside the 40-px cells of the frame grid (edges excluded): ~0 for a
+// whole-frame mosaic (mosaic.full_cell = 40, grid at 0,0), far higher for a picture.
+const cellDetail = () => {
+  const v = document.getElementById("player");
+  const c = document.createElement("canvas");
+  c.width = v.videoWidth;
+  c.height = v.videoHeight;
+  const ctx = c.getContext("2d", { willReadFrequently: true });
+  ctx.drawImage(v, 0, 0);
+  const px = ctx.getImageData(0, 0, c.width, c.height).data;
+  let sum = 0, cells = 0;
+  for (let cy = 0; cy + 40 <= c.height; cy += 40)
+    for (let cx = 0; cx + 40 <= c.width; cx += 40) {
+      let s = 0, s2 = 0, n = 0;
+      for (let y = cy + 6; y < cy + 34; y += 2)
+        for (let x = cx + 6; x < cx + 34; x += 2) {
+          const o = (y * c.width + x) * 4, l = 0.299 * px[o] + 0.587 * px[o + 1] + 0.114 * px[o + 2];
+          s += l; s2 += l * l; ++n;
+        }
+      sum += Math.sqrt(Math.max(0, s2 / n - (s / n) ** 2));
+      ++cells;
+    }
+  return cells ? sum / cells : -1;
+};
+
+// Captures `n` frames of the viewer, `gap` ms apart, as PNG files; returns their paths.
+async function capture(page, prefix, n, gap) {
+  const paths = [];
+  for (let i = 0; i < n; ++i) {
+    const url = await page.evaluate(() => window.veilWatch.capture());
+    const p = `${frames}/${prefix}-${String(i).padStart(2, "0")}.png`;
+    writeFileSync(p, Buffer.from(url.split(",")[1], "base64"));
+    paths.push(p);
+    await sleep(gap);
+  }
+  return paths;
+}
+
+const setRendering = (page, id, on) =>
+  page.evaluate(([id, on]) => { document.getElementById(id).style.display = on ? "" : "none"; }, [id, on]);
+
+function quantile(xs, q) {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length ? s[Math.min(s.length - 1, Math.floor(q * s.length))] : NaN;
+}
+
+async function main() {
+  for (const [what, path] of [["VEIL_BIN", bin], ["the camera Y4M", camera], ["chromium", browserPath]])
+    if (!path || !existsSync(path)) throw new Error(`${what} not found (${path}): run ./scripts/install-deps.sh and build first`);
+  rmSync(frames, { recursive: true, force: true });
+  mkdirSync(frames, { recursive: true });
+
+  // The detector sees faces in the source: what the viewer must not see.
+  const src = [];
+  for (const t of [1, 2, 3, 4, 5]) {
+    const p = `${frames}/source-${t}.png`;
+    execFileSync("ffmpeg", ["-nostdin", "-loglevel", "error", "-y", "-ss", String(t), "-i", camera, "-frames:v", "1", p]);
+    src.push(p);
+  }
+  const srcFaces = detect(src);
+  check(srcFaces.filter(n => n > 0).length >= 4, `veil's detector finds faces in the source frames (${srcFaces})`);
+
+  const server = await startServer(["--publish-token", TOKEN, "--set", "webrtc.connect_timeout_ms=4000"]);
+  const url = server.url, pid = server.proc.pid;
+  console.log("veil serve on " + url);
+  await sleep(500);
+  const base = procStats(pid);
+  const browser = await launchBrowser([
+    "--use-fake-ui-for-media-stream", "--use-fake-device-for-media-stream", "--use-file-for-fake-video-capture=" + camera,
+    "--allow-loopback-in-peer-connection",
+  ]);
+  const offsite = [], errors = [];
+  const watchPage = async (pageUrl, viewport) => {
+    const p = await browser.newPage({ viewport });
+    p.on("request", r => { if (!r.url().startsWith(url) && !r.url().startsWith("blob:") && !r.url().startsWith("data:")) offsite.push(r.url()); });
+    p.on("pageerror", e => errors.push(String(e)));
+    await p.goto(url + pageUrl);
+    return p;
+  };
+
+  // --- Publish (video only here: the browser's audio costs the 2-core test machine frames) ---
+  const pub = await watchPage("/publish?session=live&audio=0", { width: 1100, height: 900 });
+  await pub.click("#start");
+  await waitFor(pub, () => window.veilPublish.error, "the refusal");
+  const refused = await pub.evaluate(() => window.veilPublish.error);
+  check(refused.includes("401"), "publishing without the token is refused: " + refused);
+  await pub.fill("#token", TOKEN);
+  const tPub = Date.now();
+  await pub.click("#start");
+  await waitFor(pub, () => window.veilPublish.state === "connected" || window.veilPublish.error, "the publisher to connect");
+  check((await pub.evaluate(() => window.veilPublish.state)) === "connected",
+        `the publish page is live over WHIP (${Date.now() - tPub} ms to connected)`);
+  let s = (await api(url, "GET", "/v1/sessions/live")).body;
+  check(s.ingest_type === "webrtc" && s.codec === "vp8" && s.publisher && s.publisher.startsWith("/whip/live/"),
+        "the session was created by the WHIP offer: " + JSON.stringify([s.ingest_type, s.codec, s.publisher]));
+
+  // --- Watch ---
+  const watch = await watchPage("/watch?session=live", { width: 1400, height: 900 });
+  const tWatch = Date.now();
+  await watch.click("#start");
+  await waitFor(watch, () => window.veilWatch.state === "connected" || window.veilWatch.error, "the viewer to connect");
+  check((await watch.evaluate(() => window.veilWatch.state)) === "connected", "the watch page receives over WHEP");
+  await waitFor(watch, () => window.veilWatch.stats.frames_decoded > 0, "the first decoded frame");
+  console.log(`figure: WHEP first frame decoded ${Date.now() - tWatch} ms after the click`);
+  await sleep(2500);
+  await pub.screenshot({ path: shots + "/publish.png" });
+  await watch.screenshot({ path: shots + "/watch.png" });
+
+  // --- Frame rate: after warm-up, with page rendering off (decoding goes on; the software compositor
+  // of a GPU-less headless browser would otherwise take the CPU the 2-core test machine lacks) ---
+  await setRendering(pub, "preview", false);
+  await setRendering(watch, "player", false);
+  await sleep(6000);
+  const fps = [], pubFps = [];
+  let size = "";
+  for (let i = 0; i < 10; ++i) {
+    await sleep(1000);
+    const st = await watch.evaluate(() => window.veilWatch.stats);
+    fps.push(st.fps);
+    size = st.resolution;
+    pubFps.push((await pub.evaluate(() => window.veilPublish.stats)).fps);
+  }
+  const medianFps = quantile(fps, 0.5);
+  console.log(`figure: viewer decoded fps over 10 s: ${fps.join(" ")} (median ${medianFps}); publisher sent ${pubFps.join(" ")}`);
+  check(size === "1280x720", "the viewer decodes 1280x720: " + size);
+  check(medianFps >= 28, `the viewer decodes >= 28 fps after warm-up (median ${medianFps})`);
+
+  // --- Server CPU per session, WebRTC ingest (this session and one WHEP viewer) ---
+  const st0 = (await api(url, "GET", "/v1/sessions/live/stats")).body, c0 = procStats(pid).cpu_s;
+  await sleep(8000);
+  const st1 = (await api(url, "GET", "/v1/sessions/live/stats")).body, c1 = procStats(pid).cpu_s;
+  const webrtcCpu = { pct: (100 * (c1 - c0)) / 8, ms_per_frame: (1000 * (c1 - c0)) / (st1.frames_received - st0.frames_received) };
+  console.log(`figure: server CPU, WebRTC ingest + 1 WHEP viewer: ${webrtcCpu.pct.toFixed(1)}% of a core, ` +
+              `${webrtcCpu.ms_per_frame.toFixed(2)} ms per frame (${st1.frames_received - st0.frames_received} frames in 8 s)`);
+
+  // --- No face in what the viewer sees; glass-to-glass latency by frame code ---
+  await setRendering(pub, "preview", true);
+  await setRendering(watch, "player", true);
+  await sleep(8000);
+  const [pubCodes, viewCodes] = [await pub.evaluate(() => window.veilPublish.codes), await watch.evaluate(() => window.veilWatch.codes)];
+  const lat = [];
+  for (const [code, tv] of viewCodes) {
+    let best = -1;
+    for (const [c, tp] of pubCodes) if (c === code && tp <= tv && tp > best) best = tp;
+    if (best > 0 && tv - best < 3000) lat.push(tv - best);
+  }
+  check(lat.length >= 20, `frame codes matched publisher -> viewer (${lat.length})`);
+  console.log(`figure: glass-to-glass latency (publisher preview -> viewer display), ${lat.length} frames: ` +
+              `p50 ${quantile(lat, 0.5).toFixed(0)} ms, p90 ${quantile(lat, 0.9).toFixed(0)} ms, min ${Math.min(...lat).toFixed(0)} ms`);
+  const shotsAnon = await capture(watch, "anonymize", 12, 400);
+  const facesAnon = detect(shotsAnon);
+  console.log(`figure: faces found in ${shotsAnon.length} viewer frames (anonymize): ${facesAnon.join(" ")}`);
+  check(facesAnon.every(n => n === 0), "no viewer frame holds a face veil's detector can find");
+  const processing = st1.stages_ms.processing;
+  console.log(`figure: server processing (first packet in -> last packet out) p50 ${processing.p50_ms.toFixed(1)} ms, p99 ${processing.p99_ms.toFixed(1)} ms`);
+
+  // --- The operator page switches the viewer's picture to a whole-frame mosaic within 1 s ---
+  const op = await watchPage("/operator", { width: 1500, height: 800 });
+  const row = op.locator('tr[data-session="live"]');
+  await row.waitFor({ timeout: 10000 });
+  await op.screenshot({ path: shots + "/operator-webrtc.png", fullPage: true });
+  const detailBefore = await watch.evaluate(cellDetail);
+  const tSwitch = Date.now();
+  await row.locator('button[data-mode="full_blur"]').click();
+  let detail = detailBefore, switched = -1;
+  while (Date.now() - tSwitch < 3000) {
+    detail = await watch.evaluate(cellDetail);
+    if (detail < 3) { switched = Date.now() - tSwitch; break; }
+    await sleep(30);
+  }
+  console.log(`figure: operator full blur -> viewer whole-frame mosaic in ${switched} ms (cell detail ${detailBefore.toFixed(1)} -> ${detail.toFixed(2)})`);
+  check(detailBefore > 6, `the viewer's picture has detail before the switch (${detailBefore.toFixed(1)})`);
+  check(switched >= 0 && switched <= 1000, `the viewer sees a whole-frame mosaic within 1 s of the click (${switched} ms)`);
+  await watch.screenshot({ path: shots + "/watch-full-blur.png" });
+  // Bypass shows the faces to the viewer (the face check above can fail), then back to anonymize.
+  await row.locator('button[data-mode="bypass"]').click();
+  await sleep(1500);
+  const facesBypass = detect(await capture(watch, "bypass", 6, 300));
+  check(facesBypass.filter(n => n > 0).length >= 3, `in bypass mode the viewer's frames show faces (${facesBypass})`);
+  await row.locator('button[data-mode="anonymize"]').click();
+  await sleep(1500);
+  const facesBack = detect(await capture(watch, "anonymize-again", 6, 300));
+  check(facesBack.every(n => n === 0), `back in anonymize, no face again (${facesBack})`);
+  await op.close();
+
+  // --- Bad input: clear answers, nothing leaks ---
+  const offer = await watch.evaluate(async () => {
+    const pc = new RTCPeerConnection();
+    pc.addTransceiver("video", { direction: "recvonly" });
+    await pc.setLocalDescription(await pc.createOffer());
+    await new Promise(r => setTimeout(r, 300));
+    const sdp = pc.localDescription.sdp;
+    pc.close();
+    return sdp;
+  });
+  const post = (path, body, headers = {}) =>
+    fetch(url + path, { method: "POST", headers: { "Content-Type": "application/sdp", ...headers }, body });
+  const auth = { Authorization: "Bearer " + TOKEN };
+  const expect = async (what, r, status) => {
+    const body = await r.text();
+    check(r.status === status, `${what}: ${r.status} ${body.trim().slice(0, 140)}`);
+  };
+  await expect("WHIP without a token", await post("/whip/x1", offer), 401);
+  await expect("WHIP with a wrong token", await post("/whip/x1", offer, { Authorization: "Bearer nope-nope-nope-nope" }), 401);
+  await expect("WHIP malformed SDP", await post("/whip/x1", "v=0\r\nthis is not SDP\r\n", auth), 400);
+  await expect("WHIP offer that sends no video", await post("/whip/x1", offer, auth), 400);
+  await expect("WHEP offer that is not SDP at all", await post("/whep/live", "\u0000\u0001garbage"), 400);
+  await expect("WHIP as JSON", await fetch(url + "/whip/x1", { method: "POST", headers: { "Content-Type": "application/json", ...auth }, body: "{}" }), 415);
+  await expect("WHEP for a session that does not exist", await post("/whep/nosuch", offer), 404);
+  await expect("DELETE of an unknown WHIP resource", await fetch(url + "/whip/live/p999", { method: "DELETE", headers: auth }), 404);
+  await expect("DELETE of an unknown WHEP resource", await fetch(url + "/whep/live/w999", { method: "DELETE" }), 404);
+  await expect("PATCH (trickle ICE)", await fetch(url + "/whep/live/w999", { method: "PATCH", body: "a=candidate" }), 405);
+  const pre = await fetch(url + "/whip/live", { method: "OPTIONS" });
+  check(pre.status === 204 && pre.headers.get("accept-post") === "application/sdp", "OPTIONS answers the CORS preflight with Accept-Post");
+  const live = (await api(url, "GET", "/v1/sessions")).body.sessions.length;
+  check(live === 1, "still one session after the bad requests");
+
+  // 100 WHEP offers in a burst: admitted up to the rate/concurrency limits, the rest 429 (or 503 at
+  // the viewer limit); every admitted one is deleted again, the unanswered ones time out.
+  const threadsBefore = procStats(pid).threads;
+  const burst = await Promise.all(Array.from({ length: 100 }, () => post("/whep/live", offer)));
+  const codes = {};
+  for (const r of burst) codes[r.status] = (codes[r.status] || 0) + 1;
+  console.log("figure: 100 WHEP offers in a burst -> " + JSON.stringify(codes));
+  check(Object.keys(codes).every(c => ["201", "429", "503"].includes(c)) && codes[429] > 0,
+        "the burst gets 201 / 429 (throttled) / 503 (viewer limit) answers only");
+  check(burst.filter(r => r.status === 429).every(r => r.headers.get("retry-after") === "1"), "429 answers carry Retry-After");
+  for (const r of burst) if (r.status === 201) await fetch(url + r.headers.get("location"), { method: "DELETE" });
+  // 100 WHIP offers for new sessions: at most server.max_sessions can exist; all are ended again.
+  const whipBurst = await Promise.all(Array.from({ length: 100 }, (_, i) => post("/whip/burst" + i, offer.replace(/a=recvonly/g, "a=sendonly"), auth)));
+  const wcodes = {};
+  for (const r of whipBurst) wcodes[r.status] = (wcodes[r.status] || 0) + 1;
+  console.log("figure: 100 WHIP offers in a burst -> " + JSON.stringify(wcodes));
+  check(Object.keys(wcodes).every(c => ["201", "429", "503"].includes(c)), "the WHIP burst gets 201 / 429 / 503 answers only");
+  for (const r of whipBurst) if (r.status === 201) await fetch(url + r.headers.get("location"), { method: "DELETE", headers: auth });
+  await sleep(1500);
+  s = (await api(url, "GET", "/v1/sessions/live")).body;
+  check((await api(url, "GET", "/v1/sessions")).body.sessions.length === 1 && s.viewers.length === 1,
+        `after the bursts: 1 session, 1 viewer (${s.viewers.map(v => v.id)})`);
+  const threadsAfter = procStats(pid).threads;
+  console.log(`figure: server threads before the bursts ${threadsBefore}, after ${threadsAfter}`);
+  check(threadsAfter <= threadsBefore + 2, `server threads back to where they were (${threadsBefore} -> ${threadsAfter})`);
+  check(errors.length === 0, "no script errors on the pages " + errors.join("; "));
+
+  // --- Plain RTP ingest for comparison: the same WHEP viewer, a paced 720p30 VP8 clip as RTP ---
+  await pub.click("#stop");
+  await sleep(1000);
+  check((await api(url, "GET", "/v1/sessions")).body.sessions.length === 0, "Stop on the publish page ends the session (WHIP DELETE)");
+  await watch.click("#stop");
+  spawnChild(["publish", "--server", url, "-i", media + "/sample_720p30.ivf", "--session", "rtp", "--seconds", "40"]);
+  await sleep(1500);
+  await watch.fill("#session", "rtp");
+  await watch.click("#start");
+  await waitFor(watch, () => window.veilWatch.stats.frames_decoded > 0, "the RTP session's first frame at the viewer");
+  await setRendering(watch, "player", false);
+  await sleep(4000);
+  const r0 = (await api(url, "GET", "/v1/sessions/rtp/stats")).body, d0 = procStats(pid).cpu_s;
+  await sleep(8000);
+  const r1 = (await api(url, "GET", "/v1/sessions/rtp/stats")).body, d1 = procStats(pid).cpu_s;
+  const rtpCpu = { pct: (100 * (d1 - d0)) / 8, ms_per_frame: (1000 * (d1 - d0)) / (r1.frames_received - r0.frames_received) };
+  console.log(`figure: server CPU, RTP ingest + 1 WHEP viewer: ${rtpCpu.pct.toFixed(1)}% of a core, ` +
+              `${rtpCpu.ms_per_frame.toFixed(2)} ms per frame; WebRTC/RTP per frame ${(webrtcCpu.ms_per_frame / rtpCpu.ms_per_frame).toFixed(2)}x`);
+  await watch.click("#stop");
+  await api(url, "DELETE", "/v1/sessions/rtp");
+  await sleep(1500);
+  const end = procStats(pid);
+  console.log(`figure: server threads at start ${base.threads}, at the end ${end.threads}`);
+  check((await api(url, "GET", "/v1/sessions")).body.sessions.length === 0, "no session left");
+  check(end.threads <= base.threads + 4, `server threads back near the start (${base.threads} -> ${end.threads})`);
+  check(offsite.length === 0, "the pages made no request beyond their server " + offsite.join(" "));
+  await cleanup();
+  console.log("PASS: screenshots in " + shots);
+}
+
+run(main);
