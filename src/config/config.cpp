@@ -177,6 +177,7 @@ const std::vector<KeySpec>& ConfigKeys() {
       Key("webrtc.allow_origin", "", "CORS Access-Control-Allow-Origin of /whip and /whep", &S::allow_origin),
       Key("webrtc.max_pending", "", "offers negotiated at once; more are answered 429", &S::max_pending),
       Key("webrtc.offers_per_s", "", "offers accepted per second (bursts of 2 s worth); more are answered 429", &S::offers_per_s),
+      Key("webrtc.jitter_ms", "", "WebRTC receive jitter buffer, ms (internet peers and busy hosts need more than RTP's)", &S::webrtc_jitter_ms),
       Key("webrtc.start_bitrate_kbps", "", "x-google-start-bitrate in answers (Chromium starts at 320x180 without)", &S::start_bitrate_kbps),
       Key("webrtc.negotiate_timeout_ms", "", "each negotiation step and ICE gathering, ms", &S::negotiate_timeout_ms),
       Key("webrtc.connect_timeout_ms", "", "a WHEP viewer not connected this long after its answer is removed, ms", &S::connect_timeout_ms),
@@ -429,6 +430,7 @@ Result<ServerSettings> Config::BuildServer() const {
     return Status::Error("webrtc.allow_origin must be '*' or an origin such as https://example.com");
   for (Status st : {in(s.max_pending, 1, 256, "webrtc.max_pending"), inf(s.offers_per_s, 0.1, 10000, "webrtc.offers_per_s"),
                     in(s.start_bitrate_kbps, 0, 50000, "webrtc.start_bitrate_kbps"),
+                    in(s.webrtc_jitter_ms, 0, 2000, "webrtc.jitter_ms"),
                     inf(s.negotiate_timeout_ms, 100, 60000, "webrtc.negotiate_timeout_ms"),
                     inf(s.connect_timeout_ms, 1000, 600000, "webrtc.connect_timeout_ms")})
     if (!st) return st;
@@ -442,6 +444,7 @@ Result<ServerSettings> Config::BuildServer() const {
   w.max_pending = int(s.max_pending);
   w.offers_per_s = s.offers_per_s;
   w.start_bitrate_kbps = int(s.start_bitrate_kbps);
+  w.jitter_ms = int(s.webrtc_jitter_ms);
   w.negotiate_timeout_ms = s.negotiate_timeout_ms;
   w.connect_timeout_ms = s.connect_timeout_ms;
   return v;

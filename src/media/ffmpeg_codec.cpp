@@ -45,6 +45,7 @@ Result<AVCodecContext*> OpenVideoEncoder(const std::string& codec, const VideoIn
   } else if (codec == "h264") {
     av_opt_set(e->priv_data, "preset", o.x264_preset.c_str(), 0);
     av_opt_set(e->priv_data, "tune", "zerolatency", 0);
+    if (!o.x264_profile.empty()) av_opt_set(e->priv_data, "profile", o.x264_profile.c_str(), 0);
   }
   if (global_header) e->flags |= AV_CODEC_FLAG_GLOBAL_HEADER;
   const int err = avcodec_open2(e, c, nullptr);

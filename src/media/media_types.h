@@ -42,6 +42,7 @@ struct EncoderOptions {
   // speed adapted by libvpx to its CPU estimate.
   int vp8_speed = -8;
   std::string x264_preset = "veryfast";
+  std::string x264_profile;  // "" = x264's choice (high); live sessions use constrained baseline (WebRTC's 42e01f)
 };
 
 }  // namespace veil

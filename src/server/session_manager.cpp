@@ -133,6 +133,8 @@ ApiError SessionManager::Create(const CreateSpec& spec, const std::string& calle
   }
   c.encoder = deps_.encoder;
   c.encoder.codec = spec.codec;
+  // What every WebRTC peer decodes (profile-level-id 42e01f) and any RTP viewer too.
+  if (spec.codec == "h264") c.encoder.x264_profile = "baseline";
   c.decode_threads = deps_.decode_threads;
   c.budget_ms = deps_.server.budget_ms;
   c.jitter_ms = deps_.server.jitter_ms;
@@ -304,7 +306,7 @@ WebRtcPeerConfig SessionManager::PeerConfig() const {
   WebRtcPeerConfig c;
   const WebRtcSettings& w = deps_.server.webrtc;
   c.ice_address = w.ice_address;
-  c.latency_ms = deps_.server.jitter_ms;
+  c.latency_ms = w.jitter_ms;
   c.timeout_ms = w.negotiate_timeout_ms;
   c.start_bitrate_kbps = w.start_bitrate_kbps;
   return c;

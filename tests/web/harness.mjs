@@ -1,7 +1,8 @@
 // Shared by the browser tests: veil serve on a free loopback port, Debian's
 // headless chromium pinned to loopback, and small assertion helpers.
 import { spawn } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { chmodSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { chromium } from "playwright-core";
 
 export const bin = process.env.VEIL_BIN;
@@ -70,9 +71,18 @@ export function procStats(pid) {
 
 // Headless chromium that stays on loopback: no host name resolves, no background
 // networking, WebRTC may use 127.0.0.1 (and nothing else is offered: no mDNS names).
-export async function launchBrowser(extra = []) {
+// nice > 0 runs the browser at that lower priority: the browsers stand for the
+// publisher's and viewers' own machines, and their GPU-less software video
+// pipeline must not starve the server under test on a 2-core machine.
+export async function launchBrowser(extra = [], nice = 0) {
+  let exe = browserPath;
+  if (nice > 0) {
+    exe = mkdtempSync(tmpdir() + "/veil-chromium-") + "/chromium";
+    writeFileSync(exe, `#!/bin/sh\nexec nice -n ${nice} ${browserPath} "$@"\n`);
+    chmodSync(exe, 0o755);
+  }
   browser = await chromium.launch({
-    executablePath: browserPath,
+    executablePath: exe,
     headless: true,
     args: [
       "--no-sandbox", "--disable-gpu", "--headless=new",

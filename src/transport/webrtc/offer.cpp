@@ -68,23 +68,17 @@ struct RawMedia {
   bool has_ufrag = false, has_pwd = false, has_fingerprint = false;
 };
 
-OfferCodec Choose(const RawMedia& r, const std::vector<std::string>& prefs) {
-  for (const std::string& want : prefs) {
-    const OfferCodec* best = nullptr;
-    int best_score = -1;
+// The first codec in the offer's own order (the offerer's preference) that
+// veil accepts; for H.264 only packetization-mode 1.
+OfferCodec Choose(const RawMedia& r, const std::vector<std::string>& accepted) {
+  for (int pt : r.formats) {
     for (const OfferCodec& c : r.m.codecs) {
-      if (CodecId(c.name) != want) continue;
-      int score = 0;
-      if (want == "h264") {
-        if (FmtpParam(c.fmtp, "packetization-mode") != "1") continue;  // single NAL mode cannot carry 720p frames
-        score = FmtpParam(c.fmtp, "profile-level-id").rfind("42e0", 0) == 0 ? 2 : 1;  // constrained baseline first
-      }
-      if (score > best_score) {
-        best = &c;
-        best_score = score;
-      }
+      if (c.pt != pt) continue;
+      const std::string id = CodecId(c.name);
+      if (std::find(accepted.begin(), accepted.end(), id) == accepted.end()) continue;
+      if (id == "h264" && FmtpParam(c.fmtp, "packetization-mode") != "1") continue;  // single NAL: no 720p keyframe
+      return c;
     }
-    if (best) return *best;
   }
   return {};
 }

@@ -38,8 +38,9 @@ enum class OfferRole { kPublish, kView };  // WHIP: the peer sends video; WHEP: 
 
 struct OfferRules {
   OfferRole role = OfferRole::kPublish;
-  // Video codecs acceptable, in preference order (vp8, h264). A viewer's
-  // offer must include the session's codec: give just that one.
+  // Video codecs acceptable (vp8, h264); the offer's own order picks among
+  // them (the offerer's preference). A viewer's offer must include the
+  // session's codec: give just that one.
   std::vector<std::string> video_codecs{"vp8", "h264"};
   // Candidates kept: UDP only; with loopback_only, 127.0.0.1 only.
   bool loopback_only = true;

@@ -88,9 +88,12 @@ TEST(Offer, H264PrefersPacketizationMode1) {
   EXPECT_EQ(o->video()->chosen.pt, 106);  // 102 is single-NAL mode: cannot carry a 720p keyframe
   EXPECT_TRUE(o->video()->nack);
   EXPECT_FALSE(o->video()->transport_cc);  // not offered for 106
-  // Preference order: vp8 before h264 by default, h264 first when asked.
-  r.video_codecs = {"h264", "vp8"};
-  EXPECT_EQ(ParseOffer(ChromeLikeOffer("sendonly", "vp8 h264"), r)->video()->chosen.name, "H264");
+  // The offer's order is the offerer's preference: VP8 listed first wins, H.264 listed first wins.
+  r.video_codecs = {"vp8", "h264"};
+  EXPECT_EQ(ParseOffer(ChromeLikeOffer("sendonly", "vp8 h264"), r)->video()->chosen.name, "VP8");
+  std::string h264_first = ChromeLikeOffer("sendonly", "vp8 h264");
+  h264_first.replace(h264_first.find("SAVPF 96 97 102 106"), 19, "SAVPF 106 102 96 97");
+  EXPECT_EQ(ParseOffer(h264_first, r)->video()->chosen.pt, 106);
 }
 
 TEST(Offer, DirectionMustFitTheRole) {
