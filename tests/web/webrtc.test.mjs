@@ -37,8 +37,8 @@ async function waitFor(page, fn, what, ms = 20000) {
 }
 
 // Mean luma standard deviation inside the cells of the whole-frame mosaic grid (mosaic.full_cell =
-// 40 px at 0,0), on a quarter-size copy of the viewer's frame (10-px cells, edges excluded): ~0 for
-// a whole-frame mosaic, far higher for a picture. Runs in the watch page.
+// 40 px at 0,0), on a quarter-size copy of the viewer's frame (10-px cells, edges excluded): measured
+// 0.02-0.3 for a whole-frame mosaic after VP8, 5-13 for the clip's pictures. Runs in the watch page.
 const installCellDetail = () => { window.__cellDetail = () => {
   const v = document.getElementById("player");
   const c = window.__detailCanvas || (window.__detailCanvas = document.createElement("canvas"));
@@ -70,7 +70,7 @@ const watchForMosaic = () => {
   window.__mosaicAt = 0;
   const v = document.getElementById("player");
   const step = () => {
-    if (detail() < 3) { window.__mosaicAt = performance.timeOrigin + performance.now(); return; }
+    if (detail() < 1) { window.__mosaicAt = performance.timeOrigin + performance.now(); return; }
     v.requestVideoFrameCallback(step);
   };
   v.requestVideoFrameCallback(step);
@@ -168,7 +168,8 @@ async function main() {
   const fps = [], pubFps = [], srvIn = [], srvOut = [];
   let size = "";
   const stale0 = (await api(url, "GET", "/v1/sessions/live/stats")).body;
-  for (let i = 0; i < 10; ++i) {
+  const dec0 = (await watch.evaluate(() => window.veilWatch.stats)).frames_decoded, tDec0 = Date.now();
+  for (let i = 0; i < 15; ++i) {
     await sleep(1000);
     const st = await watch.evaluate(() => window.veilWatch.stats);
     fps.push(st.fps);
@@ -179,12 +180,18 @@ async function main() {
     srvOut.push(ss.sent_fps.toFixed(0));
   }
   const stale1 = (await api(url, "GET", "/v1/sessions/live/stats")).body;
+  const ps = await pub.evaluate(() => window.veilPublish.stats);
+  console.log(`figure: publisher so far: ${ps.frames_sent} frames, ${ps.keyframes} keyframes, ${ps.plis} PLIs and ` +
+              `${ps.nacks} NACKs from the server; server: ${stale1.publisher.keyframe_requests} keyframe requests, ` +
+              `${stale1.decode_errors} decode errors`);
   const medianFps = quantile(fps, 0.5);
-  console.log(`figure: viewer decoded fps over 10 s: ${fps.join(" ")} (median ${medianFps}); publisher sent ${pubFps.join(" ")}; ` +
+  const meanFps = (1000 * ((await watch.evaluate(() => window.veilWatch.stats)).frames_decoded - dec0)) / (Date.now() - tDec0);
+  console.log(`figure: viewer decoded fps, 1-s samples over 15 s: ${fps.join(" ")} (median ${medianFps}, mean ${meanFps.toFixed(1)}); ` +
+              `publisher sent ${pubFps.join(" ")}; ` +
               `server in ${srvIn.join(" ")}, out ${srvOut.join(" ")}, stale drops ${stale1.stale_drops - stale0.stale_drops}, ` +
               `fail-closed ${stale1.fail_closed_frames - stale0.fail_closed_frames}`);
   check(size === "1280x720", "the viewer decodes 1280x720: " + size);
-  check(medianFps >= 28, `the viewer decodes >= 28 fps after warm-up (median ${medianFps})`);
+  check(medianFps >= 28, `the viewer decodes >= 28 fps after warm-up (median of 15 one-second samples ${medianFps})`);
 
   // --- Server CPU per session, WebRTC ingest (this session and one WHEP viewer) ---
   const st0 = (await api(url, "GET", "/v1/sessions/live/stats")).body, c0 = procStats(pid).cpu_s;
@@ -241,9 +248,9 @@ async function main() {
   console.log(`figure: operator full blur: the page's request -> first whole-frame mosaic at the viewer ${switched} ms ` +
               `(the server switched ${Math.round(appliedAt - requestAt)} ms after the request; Playwright's click call took ` +
               `${clickMs} ms; cell detail ${detailBefore.toFixed(1)} -> ${detail.toFixed(2)})`);
-  check(detailBefore > 5, `the viewer's picture has detail before the switch (${detailBefore.toFixed(1)})`);
+  check(detailBefore > 2, `the viewer's picture has detail before the switch (${detailBefore.toFixed(1)})`);
   check(switched >= 0 && switched <= 1000, `the viewer sees a whole-frame mosaic within 1 s of the switch (${switched} ms)`);
-  check(detail < 3, `and keeps seeing it (cell detail ${detail.toFixed(2)})`);
+  check(detail < 1, `and keeps seeing it (cell detail ${detail.toFixed(2)})`);
   await watch.screenshot({ path: shots + "/watch-full-blur.png" });
   // Bypass shows the faces to the viewer (the face check above can fail), then back to anonymize.
   await row.locator('button[data-mode="bypass"]').click();
