@@ -3,6 +3,7 @@
 #include <httplib.h>
 
 #include <charconv>
+#include <set>
 
 #include <spdlog/spdlog.h>
 
@@ -199,9 +200,9 @@ void HttpApi::Routes() {
   h.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     // The pages hold no data (their scripts call the API with the token), so they load without one.
     // WHIP and WHEP check their own tokens (webrtc.publish_token / view_token).
-    const bool open = req.path == "/healthz" || req.path == "/readyz" || req.path == "/" || req.path == "/operator" ||
-                      req.path == "/publish" || req.path == "/watch" || req.path == "/favicon.ico" || req.path.rfind("/whip/", 0) == 0 ||
-                      req.path.rfind("/whep/", 0) == 0;
+    static const std::set<std::string> kOpen = {"/healthz", "/readyz", "/", "/operator", "/publish",
+                                                "/watch",   "/webrtc.js", "/favicon.ico"};
+    const bool open = kOpen.count(req.path) || req.path.rfind("/whip/", 0) == 0 || req.path.rfind("/whep/", 0) == 0;
     if (open || BearerOk(req, settings_.token)) return HR::Unhandled;
     res.set_header("WWW-Authenticate", "Bearer");
     Error(res, 401, "missing or wrong bearer token");
@@ -237,6 +238,11 @@ void HttpApi::Routes() {
       res.set_content(page.data(), page.size(), "text/html; charset=utf-8");
     });
   }
+  h.Get("/webrtc.js", [](const httplib::Request&, httplib::Response& res) {
+    PageHeaders(res);
+    const std::string_view js = WebRtcScript();
+    res.set_content(js.data(), js.size(), "text/javascript; charset=utf-8");
+  });
   webrtc_ = std::make_unique<WebRtcRoutes>(sessions_, metrics_, settings_.webrtc);
   webrtc_->Register(h);
   h.Get("/readyz", [this](const httplib::Request&, httplib::Response& res) {

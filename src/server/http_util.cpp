@@ -39,7 +39,7 @@ bool BearerOk(const httplib::Request& req, const std::string& token) {
 
 void PageHeaders(httplib::Response& res) {
   res.set_header("Content-Security-Policy",
-                 "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; "
+                 "default-src 'none'; script-src 'self' 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; "
                  "img-src 'self' data: blob:; media-src 'self' blob:; base-uri 'none'; form-action 'none'; "
                  "frame-ancestors 'none'");
   res.set_header("X-Content-Type-Options", "nosniff");

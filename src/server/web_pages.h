@@ -12,5 +12,7 @@ std::string_view OperatorPage();
 std::string_view PublishPage();
 // WHEP player with FPS, latency and resolution.
 std::string_view WatchPage();
+// WHIP/WHEP signalling and frame-code helpers shared by the two (/webrtc.js).
+std::string_view WebRtcScript();
 
 }  // namespace veil

@@ -83,13 +83,26 @@ void WhipIngest::OnPadAdded(GstElement*, GstPad* pad, gpointer self) {
   gst_object_unref(pipeline);
 }
 
-GstFlowReturn WhipIngest::OnVideoSample(GstElement* sink, gpointer self) {
-  auto* in = static_cast<WhipIngest*>(self);
+namespace {
+// Pulls the sink's sample and calls f(buffer, mapped bytes) while it is mapped.
+template <typename F>
+GstFlowReturn WithSample(GstElement* sink, F f) {
   GstSample* sample = gst_app_sink_pull_sample(GST_APP_SINK(sink));
   if (!sample) return GST_FLOW_OK;
   GstBuffer* b = gst_sample_get_buffer(sample);
   GstMapInfo map;
   if (b && gst_buffer_map(b, &map, GST_MAP_READ)) {
+    f(b, map);
+    gst_buffer_unmap(b, &map);
+  }
+  gst_sample_unref(sample);
+  return GST_FLOW_OK;
+}
+}  // namespace
+
+GstFlowReturn WhipIngest::OnVideoSample(GstElement* sink, gpointer self) {
+  auto* in = static_cast<WhipIngest*>(self);
+  return WithSample(sink, [in](GstBuffer* b, const GstMapInfo& map) {
     EncodedFrame f;
     f.data.assign(map.data, map.data + map.size);
     f.keyframe = !GST_BUFFER_FLAG_IS_SET(b, GST_BUFFER_FLAG_DELTA_UNIT);
@@ -99,27 +112,17 @@ GstFlowReturn WhipIngest::OnVideoSample(GstElement* sink, gpointer self) {
     const uint32_t ts = GST_CLOCK_TIME_IS_VALID(pts) ? uint32_t(gst_util_uint64_scale(pts, 90000, GST_SECOND))
                                                      : uint32_t(NowMs() * 90.0);
     f.pts = ts;
-    gst_buffer_unmap(b, &map);
     ++in->frames_;
     if (in->on_frame_) in->on_frame_(std::move(f), ts);
-  }
-  gst_sample_unref(sample);
-  return GST_FLOW_OK;
+  });
 }
 
 GstFlowReturn WhipIngest::OnAudioSample(GstElement* sink, gpointer self) {
   auto* in = static_cast<WhipIngest*>(self);
-  GstSample* sample = gst_app_sink_pull_sample(GST_APP_SINK(sink));
-  if (!sample) return GST_FLOW_OK;
-  GstBuffer* b = gst_sample_get_buffer(sample);
-  GstMapInfo map;
-  if (b && gst_buffer_map(b, &map, GST_MAP_READ)) {
+  return WithSample(sink, [in](GstBuffer*, const GstMapInfo& map) {
     ++in->audio_;
     if (in->on_audio_) in->on_audio_(map.data, map.size);
-    gst_buffer_unmap(b, &map);
-  }
-  gst_sample_unref(sample);
-  return GST_FLOW_OK;
+  });
 }
 
 void WhipIngest::RequestKeyframe() {
