@@ -158,7 +158,6 @@ async function main() {
   console.log(`figure: WHEP first frame decoded ${Date.now() - tWatch} ms after the click`);
   await sleep(2500);
   await pub.screenshot({ path: shots + "/publish.png" });
-  await watch.screenshot({ path: shots + "/watch.png" });
 
   // --- Frame rate: after warm-up, with page rendering off (decoding goes on; the software compositor
   // of a GPU-less headless browser would otherwise take the CPU the 2-core test machine lacks) ---
@@ -219,6 +218,7 @@ async function main() {
   const facesAnon = detect(shotsAnon);
   console.log(`figure: faces found in ${shotsAnon.length} viewer frames (anonymize): ${facesAnon.join(" ")}`);
   check(facesAnon.every(n => n === 0), "no viewer frame holds a face veil's detector can find");
+  await watch.screenshot({ path: shots + "/watch.png" });
   const processing = st1.stages_ms.processing;
   console.log(`figure: server processing (first packet in -> last packet out) p50 ${processing.p50_ms.toFixed(1)} ms, p99 ${processing.p99_ms.toFixed(1)} ms`);
 
