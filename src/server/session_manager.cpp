@@ -15,17 +15,19 @@ namespace {
 constexpr size_t kMaxEvents = 512;
 constexpr double kTickMs = 250;
 
-std::string RandomId() {
-  uint8_t b[5] = {};
-  if (getrandom(b, sizeof b, 0) != ssize_t(sizeof b)) {
+// prefix + 2*n random hex digits (getrandom; the clock only if that fails).
+std::string RandomId(const char* prefix = "s-", size_t n = 5) {
+  uint8_t b[16] = {};
+  n = std::min(n, sizeof b);
+  if (getrandom(b, n, 0) != ssize_t(n)) {
     const uint64_t t = uint64_t(NowMs() * 1000);
-    for (size_t i = 0; i < sizeof b; ++i) b[i] = uint8_t(t >> (8 * i));
+    for (size_t i = 0; i < n; ++i) b[i] = uint8_t(t >> (8 * (i % 8)));
   }
   static const char* hex = "0123456789abcdef";
-  std::string s = "s-";
-  for (uint8_t x : b) {
-    s += hex[x >> 4];
-    s += hex[x & 15];
+  std::string s = prefix;
+  for (size_t i = 0; i < n; ++i) {
+    s += hex[b[i] >> 4];
+    s += hex[b[i] & 15];
   }
   return s;
 }
@@ -349,7 +351,7 @@ ApiError SessionManager::Publish(const std::string& id, const std::string& offer
   std::lock_guard lk(mu_);
   auto it = sessions_.find(id);
   if (it == sessions_.end() || it->second.session != session) return {409, "session '" + id + "' ended during the negotiation"};
-  it->second.info.publisher = "p" + std::to_string(next_web_++);
+  it->second.info.publisher = RandomId("p", 6);  // unguessable: the Location is the only handle
   out->session = id;
   out->resource = it->second.info.publisher;
   out->sdp = answer;
@@ -394,7 +396,7 @@ ApiError SessionManager::Watch(const std::string& id, const std::string& offer_t
     Entry& e = it->second;
     if (int(e.info.viewers.size()) >= deps_.server.max_viewers)
       return {503, "viewer limit reached (" + std::to_string(deps_.server.max_viewers) + ", server.max_viewers)"};
-    key = "w" + std::to_string(next_web_++);
+    key = RandomId("w", 6);  // unguessable: with public viewing, the Location is the only handle
     e.info.viewers.push_back({key, "", 0, 0, "webrtc"});  // holds its place under the limit
   }
   std::string answer;

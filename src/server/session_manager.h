@@ -136,7 +136,6 @@ class SessionManager {
   int creating_ = 0;                       // guarded by mu_: sessions being started (count toward the limit)
   bool draining_ = false;                  // guarded by mu_
   uint64_t next_sched_id_ = 1;             // guarded by mu_
-  uint64_t next_web_ = 1;                  // guarded by mu_: WHIP/WHEP resource numbers
   mutable std::mutex ev_mu_;
   std::deque<Event> events_;  // guarded by ev_mu_
   uint64_t event_seq_ = 0;    // guarded by ev_mu_
