@@ -18,6 +18,10 @@ import {
 } from "./harness.mjs";
 
 const TOKEN = "whip-test-token-0123456789";
+// A sanitizer build (VEIL_SANITIZED=address|thread) cannot keep 720p30 time: rates and timings are
+// reported, not asserted; everything else is, plus a clean sanitizer log.
+const sanitized = !!process.env.VEIL_SANITIZED;
+const checkTiming = (cond, msg) => (sanitized ? console.log("reported (sanitizer build): " + msg) : check(cond, msg));
 const camera = media + "/camera_720p30.y4m";
 const frames = shots + "/webrtc-frames";
 
@@ -190,7 +194,7 @@ async function main() {
               `server in ${srvIn.join(" ")}, out ${srvOut.join(" ")}, stale drops ${stale1.stale_drops - stale0.stale_drops}, ` +
               `fail-closed ${stale1.fail_closed_frames - stale0.fail_closed_frames}`);
   check(size === "1280x720", "the viewer decodes 1280x720: " + size);
-  check(medianFps >= 28, `the viewer decodes >= 28 fps after warm-up (median of 15 one-second samples ${medianFps})`);
+  checkTiming(medianFps >= 28, `the viewer decodes >= 28 fps after warm-up (median of 15 one-second samples ${medianFps})`);
 
   // --- Server CPU per session, WebRTC ingest (this session and one WHEP viewer) ---
   const st0 = (await api(url, "GET", "/v1/sessions/live/stats")).body, c0 = procStats(pid).cpu_s;
@@ -227,7 +231,10 @@ async function main() {
   const row = op.locator('tr[data-session="live"]');
   await row.waitFor({ timeout: 10000 });
   await op.screenshot({ path: shots + "/operator-webrtc.png", fullPage: true });
-  const detailBefore = await watch.evaluate(cellDetail);
+  // A picture (not a fail-closed frame: a scene cut, or a slow sanitizer build) before the switch.
+  let detailBefore = 0;
+  for (const t0 = Date.now(); Date.now() - t0 < 8000; await sleep(100))
+    if ((detailBefore = await watch.evaluate(cellDetail)) > 2) break;
   // Timed with the pages' own clocks (one machine): the operator page's PUT request (its resource
   // timing) -> the first frame the viewer shows as a whole-frame mosaic. Playwright's click call
   // (actionability waits in a busy headless browser) is reported apart.
@@ -249,7 +256,7 @@ async function main() {
               `(the server switched ${Math.round(appliedAt - requestAt)} ms after the request; Playwright's click call took ` +
               `${clickMs} ms; cell detail ${detailBefore.toFixed(1)} -> ${detail.toFixed(2)})`);
   check(detailBefore > 2, `the viewer's picture has detail before the switch (${detailBefore.toFixed(1)})`);
-  check(switched >= 0 && switched <= 1000, `the viewer sees a whole-frame mosaic within 1 s of the switch (${switched} ms)`);
+  checkTiming(switched >= 0 && switched <= 1000, `the viewer sees a whole-frame mosaic within 1 s of the switch (${switched} ms)`);
   check(detail < 1, `and keeps seeing it (cell detail ${detail.toFixed(2)})`);
   await watch.screenshot({ path: shots + "/watch-full-blur.png" });
   // Bypass shows the faces to the viewer (the face check above can fail), then back to anonymize.
@@ -372,6 +379,12 @@ async function main() {
   check((await api(url, "GET", "/v1/sessions")).body.sessions.length === 0, "no session left");
   check(end.threads <= base.threads + 4, `server threads back near the start (${base.threads} -> ${end.threads})`);
   check(offsite.length === 0, "the pages made no request beyond their server " + offsite.join(" "));
+  server.proc.kill("SIGTERM");
+  const code = await new Promise(r => server.proc.on("exit", c => r(c)));
+  const log = server.log();
+  const at = log.search(/ERROR: AddressSanitizer|ERROR: LeakSanitizer|runtime error:|WARNING: ThreadSanitizer/);
+  if (at >= 0) console.log(log.slice(at, at + 6000));
+  check(code === 0 && at < 0, `the server stopped cleanly on SIGTERM (exit ${code}) with no sanitizer report`);
   await cleanup();
   console.log("PASS: screenshots in " + shots);
 }
