@@ -152,12 +152,6 @@ std::string WebRtcPeer::PollError() {
   return "";
 }
 
-GstWebRTCRTPTransceiver* WebRtcPeer::Transceiver(int mline) const {
-  GstWebRTCRTPTransceiver* t = nullptr;
-  g_signal_emit_by_name(webrtc_, "get-transceiver", mline, &t);
-  return t;
-}
-
 Result<std::string> WebRtcPeer::Answer(const Offer& offer, const std::function<Status(WebRtcPeer&)>& configure) {
   // One step: emit `signal` with a promise and wait for its reply (bounded).
   auto step = [this](const char* what, auto emit) -> Result<const GstStructure*> {

@@ -40,16 +40,12 @@ class WebRtcPeer {
   static Result<std::unique_ptr<WebRtcPeer>> Create(const std::string& description, const WebRtcPeerConfig& c);
   ~WebRtcPeer();  // stops the pipeline (call from a non-streaming thread)
 
-  // Blocks the calling (non-streaming) thread. `configure` runs after the
-  // remote offer is applied and before the answer is created: the
-  // transceivers for the offer's m-lines exist (index = m-line).
+  // Blocks the calling (non-streaming) thread. `configure` (may be empty)
+  // runs after the remote offer is applied and before the answer is created.
   Result<std::string> Answer(const Offer& offer, const std::function<Status(WebRtcPeer&)>& configure);
 
   GstElement* webrtc() const { return webrtc_; }
   GstElement* element(const char* name) const { return pipeline_.element(name); }  // new reference
-  GstBin* bin() const { return GST_BIN(pipeline_.get()); }
-  // The transceiver of m-line `mline` (a new reference) or null.
-  GstWebRTCRTPTransceiver* Transceiver(int mline) const;
 
   // "new", "connecting", "connected", "disconnected", "failed", "closed".
   std::string connection_state() const;
