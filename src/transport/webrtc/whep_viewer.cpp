@@ -122,12 +122,7 @@ bool WhepViewer::PushVideo(const RtpFrame& f) {
   }
   GstBufferList* list = gst_buffer_list_new_sized(guint(f.packets.size()));
   for (const auto& p : f.packets) Push(vsrc_, p.data(), p.size(), video_pt_, video_ssrc_, list);
-  const bool ok = gst_app_src_push_buffer_list(GST_APP_SRC(vsrc_), list) == GST_FLOW_OK;
-  if (ok) {
-    ++frames_;
-    packets_ += f.packets.size();
-  }
-  return ok;
+  return gst_app_src_push_buffer_list(GST_APP_SRC(vsrc_), list) == GST_FLOW_OK;
 }
 
 void WhepViewer::PushAudio(const uint8_t* data, size_t size) {
@@ -137,8 +132,6 @@ void WhepViewer::PushAudio(const uint8_t* data, size_t size) {
 
 WhepViewerStats WhepViewer::stats() const {
   WhepViewerStats s;
-  s.frames = frames_;
-  s.packets = packets_;
   s.audio_packets = audio_;
   s.keyframe_requests = key_requests_;
   s.state = peer_->connection_state();

@@ -16,7 +16,7 @@
 namespace veil {
 
 struct WhepViewerStats {
-  uint64_t frames = 0, packets = 0, audio_packets = 0, keyframe_requests = 0;
+  uint64_t audio_packets = 0, keyframe_requests = 0;  // frames and packets: the Fanout's viewer stats
   std::string state;
 };
 
@@ -48,7 +48,7 @@ class WhepViewer {
   OnKeyframeRequest on_keyframe_;
   bool started_ = false;  // fan-out thread only: a keyframe was sent
   double asked_ms_ = 0;   // fan-out thread only
-  std::atomic<uint64_t> frames_{0}, packets_{0}, audio_{0}, key_requests_{0};
+  std::atomic<uint64_t> audio_{0}, key_requests_{0};
 };
 
 }  // namespace veil

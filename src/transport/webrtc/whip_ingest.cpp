@@ -13,8 +13,6 @@ Result<std::unique_ptr<WhipIngest>> WhipIngest::Start(const Offer& offer, const 
   if (!v || v->chosen.pt < 0) return Status::Error("the offer has no usable video");
   std::unique_ptr<WhipIngest> in(new WhipIngest());
   in->codec_ = CodecId(v->chosen.name);
-  in->video_pt_ = v->chosen.pt;
-  if (const OfferMedia* a = offer.audio()) in->audio_pt_ = a->chosen.pt;
   in->on_frame_ = std::move(on_frame);
   in->on_audio_ = std::move(on_audio);
   auto peer = WebRtcPeer::Create("webrtcbin name=webrtc", c);

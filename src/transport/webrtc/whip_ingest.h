@@ -31,7 +31,6 @@ class WhipIngest {
   static Result<std::unique_ptr<WhipIngest>> Start(const Offer& offer, const WebRtcPeerConfig& c, OnFrame on_frame,
                                                    OnAudio on_audio, std::string* answer);
   ~WhipIngest();
-  const std::string& codec() const { return codec_; }  // vp8 | h264
   // Asks the publisher for a keyframe (RTCP PLI), e.g. after a decode error.
   void RequestKeyframe();
   std::string PollError() { return peer_->PollError(); }
@@ -43,8 +42,7 @@ class WhipIngest {
   static GstFlowReturn OnVideoSample(GstElement* sink, gpointer self);
   static GstFlowReturn OnAudioSample(GstElement* sink, gpointer self);
   std::unique_ptr<WebRtcPeer> peer_;
-  std::string codec_;
-  int video_pt_ = -1, audio_pt_ = -1;
+  std::string codec_;  // vp8 | h264: picks the depayloader
   OnFrame on_frame_;
   OnAudio on_audio_;
   std::atomic<GstElement*> video_sink_{nullptr};  // set on the streaming thread once linked (owned by the pipeline)
