@@ -67,17 +67,28 @@ const installCellDetail = () => { window.__cellDetail = () => {
 }; };
 const cellDetail = () => window.__cellDetail();
 
-// In the watch page: checks every displayed frame and records (wall clock, ms) the first one
-// that is a whole-frame mosaic.
+// In the watch page: records every displayed frame as [wall-clock ms, whole-frame mosaic?] (the last
+// 600) so that a switch can be told from a short fail-closed run (a scene cut) around it.
 const watchForMosaic = () => {
   const detail = window.__cellDetail;
-  window.__mosaicAt = 0;
+  const frames = (window.__frames = []);
+  window.__stopFrames = false;
   const v = document.getElementById("player");
   const step = () => {
-    if (detail() < 1) { window.__mosaicAt = performance.timeOrigin + performance.now(); return; }
+    if (window.__stopFrames) return;
+    frames.push([performance.timeOrigin + performance.now(), detail() < 1]);
+    if (frames.length > 600) frames.shift();
     v.requestVideoFrameCallback(step);
   };
   v.requestVideoFrameCallback(step);
+};
+
+// The first frame shown at or after `from` that starts a run of `n` whole-frame mosaics (0: none).
+const firstLastingMosaic = ([from, n]) => {
+  const f = window.__frames;
+  for (let i = 0; i + n <= f.length; ++i)
+    if (f[i][0] >= from && f.slice(i, i + n).every(x => x[1])) return f[i][0];
+  return 0;
 };
 
 // Captures `n` frames of the viewer, `gap` ms apart, as PNG files; returns their paths.
@@ -242,12 +253,14 @@ async function main() {
   const tClick = Date.now();
   await row.locator('button[data-mode="full_blur"]').click();
   const clickMs = Date.now() - tClick;
-  await waitFor(watch, () => window.__mosaicAt > 0, "the viewer's first whole-frame mosaic", 5000).catch(() => {});
-  const mosaicAt = await watch.evaluate(() => window.__mosaicAt);
-  const requestAt = await op.evaluate(() => {
+  const requestAt = await waitFor(op, () => {
     const e = performance.getEntriesByType("resource").filter(r => r.name.endsWith("/privacy")).pop();
     return e ? performance.timeOrigin + e.startTime : 0;
-  });
+  }, "the page's PUT", 5000);
+  let mosaicAt = 0;
+  for (const t0 = Date.now(); !mosaicAt && Date.now() - t0 < 5000; await sleep(200))
+    mosaicAt = await watch.evaluate(firstLastingMosaic, [requestAt, 10]);  // 10 frames: not a scene cut's fail-closed run
+  await watch.evaluate(() => { window.__stopFrames = true; });
   const ev = (await api(url, "GET", "/v1/events")).body.events.filter(e => e.type === "mode_changed").pop();
   const appliedAt = ev ? Date.parse(ev.time) : 0;
   const detail = await watch.evaluate(cellDetail);
