@@ -19,6 +19,8 @@ PKGS=(
   nlohmann-json3-dev libcpp-httplib-dev libspdlog-dev libfmt-dev libcli11-dev libssl-dev libtoml11-dev
   # tests and benchmarks; the browser tests of the web pages (headless chromium, node for playwright-core)
   libgtest-dev libgmock-dev libbenchmark-dev chromium nodejs
+  # ground-truth privacy checks: ../shared/tools/leakcheck renders clips with known face boxes (Debian's python3)
+  python3-opencv python3-numpy
 )
 
 missing=()

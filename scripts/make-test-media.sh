@@ -13,8 +13,9 @@ if [ ! -f "$video/tears_of_steel_actors_640x360.mp4" ]; then
   exit 1
 fi
 mkdir -p "$out"
+out=$(cd "$out" && pwd)
 ff() { ffmpeg -nostdin -hide_banner -loglevel error -y "$@"; }
-stamp="$out/.stamp-v7"
+stamp="$out/.stamp-v8"
 if [ -f "$stamp" ]; then exit 0; fi
 
 tos="$video/tears_of_steel_actors_640x360.mp4"
@@ -67,5 +68,14 @@ done
 # entropy, deterministic), no container.
 dd if="$out/sample_720p30.ivf" of="$out/garbage.mp4" bs=1000 skip=100 count=200 status=none
 echo "this is not a video" > "$out/not_video.ivf"
+# Ground truth for privacy checks: a 12-s 720p30 clip rendered from 4 annotated photos by the
+# independent instrument ../shared/tools/leakcheck (lossless master.mkv, exact per-frame face
+# boxes gt.csv, VP8 input.ivf; a crowd with 40-83 px faces and three close-ups of 260-540 px).
+leakcheck=${VEIL_LEAKCHECK:-$assets/../tools/leakcheck}
+if [ ! -f "$leakcheck/make_clip.py" ]; then
+  echo "make-test-media: the leakcheck tool is missing: $leakcheck/make_clip.py (set VEIL_LEAKCHECK)" >&2
+  exit 1
+fi
+(cd "$leakcheck" && PYTHONDONTWRITEBYTECODE=1 /usr/bin/python3 make_clip.py "$assets/faces" "$out/leakcheck" --photos 4 --seconds-per-photo 3 --seed 1)
 touch "$stamp"
 echo "make-test-media: wrote $(ls "$out" | wc -l) files to $out"

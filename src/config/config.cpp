@@ -158,6 +158,8 @@ const std::vector<KeySpec>& ConfigKeys() {
       Key("server.budget_ms", "budget-ms", "a frame this old after decoding is dropped as stale, ms", &S::budget_ms),
       Key("server.publisher_timeout_ms", "publisher-timeout-ms", "no packet for this long ends a session, ms", &S::publisher_timeout_ms),
       Key("server.start_timeout_ms", "start-timeout-ms", "a session with no packet this long after creation ends, ms", &S::start_timeout_ms),
+      Key("server.history_s", "history-s", "per-session history of the figures kept for the operator page, s", &S::history_s),
+      Key("server.history_interval_ms", "history-interval-ms", "one history point per this interval, ms (at least the 250-ms housekeeping tick)", &S::history_interval_ms),
       Key("inference.max_batch", "max-batch", "frames per forward pass, across sessions", &S::max_batch),
       Key("inference.max_wait_us", "max-wait-us", "how long a partial batch waits for more frames, us", &S::max_wait_us),
       Key("inference.threads", "infer-threads", "inference threads (one detector each)", &S::infer_threads),
@@ -391,6 +393,8 @@ Result<ServerSettings> Config::BuildServer() const {
                     inf(s.budget_ms, 1, 10000, "server.budget_ms"),
                     inf(s.publisher_timeout_ms, 100, 3600000, "server.publisher_timeout_ms"),
                     inf(s.start_timeout_ms, 100, 3600000, "server.start_timeout_ms"),
+                    inf(s.history_s, 1, 86400, "server.history_s"),
+                    inf(s.history_interval_ms, 250, 60000, "server.history_interval_ms"),
                     in(s.max_batch, 1, 64, "inference.max_batch"), in(s.max_wait_us, 0, 1000000, "inference.max_wait_us"),
                     in(s.infer_threads, 1, 64, "inference.threads"), in(s.infer_queue, 1, 4096, "inference.max_queue"),
                     in(s.remote_threads, 1, 64, "inference.remote_threads"),
@@ -414,6 +418,10 @@ Result<ServerSettings> Config::BuildServer() const {
   v.budget_ms = s.budget_ms;
   v.publisher_timeout_ms = s.publisher_timeout_ms;
   v.start_timeout_ms = s.start_timeout_ms;
+  if (s.history_s * 1000 / s.history_interval_ms > 100000 || s.history_s * 1000 < s.history_interval_ms)
+    return Status::Error("server.history_s / server.history_interval_ms must keep 1..100000 points per session");
+  v.history_s = s.history_s;
+  v.history_interval_ms = s.history_interval_ms;
   v.max_batch = int(s.max_batch);
   v.max_wait_us = int(s.max_wait_us);
   v.infer_threads = int(s.infer_threads);

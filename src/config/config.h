@@ -47,6 +47,7 @@ struct Settings {
   std::string listen = "127.0.0.1:8080", token, rtp_address = "127.0.0.1", viewer_hosts = "loopback";
   int64_t max_sessions = 8, max_viewers = 16, viewer_queue = 8, jitter_ms = 40;
   double publisher_timeout_ms = 5000, start_timeout_ms = 30000, budget_ms = 33.0;
+  double history_s = 300, history_interval_ms = 1000;
   // [inference] (veil serve: the in-process AI target)
   int64_t max_batch = 1, max_wait_us = 0, infer_threads = 1, infer_queue = 64;
   bool fault_injection = false;
@@ -83,6 +84,7 @@ struct ServerSettings {
   bool any_viewer_host = false;  // false: viewers must be on loopback
   int max_sessions = 8, max_viewers = 16, viewer_queue = 8, jitter_ms = 40;
   double publisher_timeout_ms = 5000, start_timeout_ms = 30000, budget_ms = 33;
+  double history_s = 300, history_interval_ms = 1000;  // per-session figures' history (operator page)
   int max_batch = 1, max_wait_us = 0, infer_threads = 1, infer_queue = 64;
   bool fault_injection = false;  // enables PUT /v1/debug/inference (tests)
   std::vector<TargetSpec> targets{{"local", ""}};

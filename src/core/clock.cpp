@@ -32,6 +32,12 @@ double StageStats::percentile(double p) const {
   return s[lo] + (s[hi] - s[lo]) * (rank - lo);
 }
 
+double UnixMs() {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return double(ts.tv_sec) * 1000.0 + double(ts.tv_nsec) / 1e6;
+}
+
 std::string UtcNowIso() {
   timespec ts{};
   clock_gettime(CLOCK_REALTIME, &ts);

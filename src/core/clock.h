@@ -9,7 +9,8 @@ namespace veil {
 double NowMs();            // monotonic wall clock
 double ProcessCpuMs();     // CPU of all threads of this process
 double ThreadCpuMs();      // CPU of the calling thread
-std::string UtcNowIso();   // wall clock, e.g. 2026-11-29T21:09:35.123Z
+std::string UtcNowIso();
+double UnixMs();           // wall clock, ms since 1970-01-01 UTC   // wall clock, e.g. 2026-11-29T21:09:35.123Z
 
 // Collects samples (ms) of one stage; reports mean, percentiles, total.
 class StageStats {

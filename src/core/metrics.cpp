@@ -73,20 +73,22 @@ std::vector<uint64_t> Histogram::cumulative() const {
   return c;
 }
 
-double Histogram::Quantile(double q) const {
-  const auto c = cumulative();
+double Histogram::Quantile(double q) const { return QuantileOfCounts(bounds_, cumulative(), q); }
+
+double QuantileOfCounts(const std::vector<double>& bounds, const std::vector<uint64_t>& c, double q) {
+  if (c.empty() || c.size() != bounds.size() + 1) return 0;
   const uint64_t n = c.back();
   if (n == 0) return 0;
   const double rank = std::clamp(q, 0.0, 1.0) * n;
   for (size_t i = 0; i < c.size(); ++i) {
     if (c[i] >= rank) {
-      if (i == bounds_.size()) return bounds_.back();  // in +Inf: the best we can say
-      const double lo = i == 0 ? 0 : bounds_[i - 1], hi = bounds_[i];
+      if (i == bounds.size()) return bounds.back();  // in +Inf: the best we can say
+      const double lo = i == 0 ? 0 : bounds[i - 1], hi = bounds[i];
       const uint64_t below = i == 0 ? 0 : c[i - 1], in = c[i] - below;
       return in ? lo + (hi - lo) * (rank - below) / in : hi;
     }
   }
-  return bounds_.back();
+  return bounds.back();
 }
 
 std::vector<double> LatencyBucketsMs() {

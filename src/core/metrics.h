@@ -58,6 +58,10 @@ class Histogram {
   std::atomic<uint64_t> count_{0};
 };
 
+// The quantile of cumulative bucket counts (as Histogram::cumulative() gives,
+// +Inf last; e.g. the difference of two snapshots: a window), linear within a bucket.
+double QuantileOfCounts(const std::vector<double>& bounds, const std::vector<uint64_t>& cumulative, double q);
+
 // Millisecond buckets for per-stage latencies (0.1 ms .. 1 s).
 std::vector<double> LatencyBucketsMs();
 

@@ -299,6 +299,50 @@ void HttpApi::Routes() {
     if (ApiError e = sessions_->Get(req.matches[1], &info)) return Error(res, e.http, e.message);
     Reply(res, 200, StatsJson(info));
   });
+  // The outgoing picture for people (the operator page's thumbnails): after the privacy stage,
+  // exactly what viewers get. Made on request from the last processed frame.
+  h.Get(sid + "/snapshot.jpg", [this](const httplib::Request& req, httplib::Response& res) {
+    int width = kSnapshotMaxWidth;
+    if (req.has_param("width")) {
+      const std::string w = req.get_param_value("width");
+      auto r = std::from_chars(w.data(), w.data() + w.size(), width);
+      if (w.empty() || r.ec != std::errc() || r.ptr != w.data() + w.size() || width < 16 || width > kSnapshotMaxWidth)
+        return Error(res, 400, "'width' must be an integer in [16, " + std::to_string(kSnapshotMaxWidth) + "]");
+    }
+    SessionSnapshot snap;
+    if (ApiError e = sessions_->Snapshot(req.matches[1], width, &snap)) {
+      if (e.http == 503) res.set_header("Retry-After", "1");
+      return Error(res, e.http, e.message);
+    }
+    res.set_header("Cache-Control", "no-store");
+    res.set_header("X-Veil-Frame", std::to_string(snap.frame));
+    res.set_header("X-Veil-Mode", ModeName(snap.mode));
+    res.set_header("X-Veil-Fail-Closed", snap.fail_closed ? "1" : "0");
+    res.set_header("X-Veil-Frame-Age-Ms", std::to_string(int64_t(snap.age_ms)));
+    res.set_content(reinterpret_cast<const char*>(snap.image.bytes.data()), snap.image.bytes.size(), "image/jpeg");
+  });
+  // The session's figures over the last server.history_s, one point per interval, as columns.
+  h.Get(sid + "/history", [this](const httplib::Request& req, httplib::Response& res) {
+    std::vector<HistoryPoint> pts;
+    if (ApiError e = sessions_->History(req.matches[1], &pts)) return Error(res, e.http, e.message);
+    json t = json::array(), fps = json::array(), p99 = json::array(), fc = json::array(), stale = json::array();
+    for (const HistoryPoint& p : pts) {
+      t.push_back(int64_t(p.t_unix_ms));
+      fps.push_back(p.received_fps);
+      p99.push_back(p.processing_p99_ms < 0 ? json(nullptr) : json(p.processing_p99_ms));
+      fc.push_back(p.fail_closed_per_s);
+      stale.push_back(p.stale_per_s);
+    }
+    Reply(res, 200, {{"id", std::string(req.matches[1])},
+                     {"window_s", settings_.history_s},
+                     {"interval_ms", settings_.history_interval_ms},
+                     {"points", pts.size()},
+                     {"t_unix_ms", t},
+                     {"received_fps", fps},
+                     {"processing_p99_ms", p99},
+                     {"fail_closed_per_s", fc},
+                     {"stale_drops_per_s", stale}});
+  });
   h.Put(sid + "/privacy", [this](const httplib::Request& req, httplib::Response& res) {
     json b;
     if (!ParseBody(req, res, {"mode"}, &b)) return;

@@ -7,7 +7,11 @@
 namespace veil {
 
 LiveSession::LiveSession(const std::string& id, const LiveSessionConfig& c)
-    : id_(id), cfg_(c), started_ms_(NowMs()), queue_(c.queue_frames) {}
+    : id_(id),
+      cfg_(c),
+      started_ms_(NowMs()),
+      queue_(c.queue_frames),
+      history_(c.history_points, c.history_interval_ms, LatencyBucketsMs()) {}
 
 Result<std::unique_ptr<LiveSession>> LiveSession::Start(const std::string& id, const LiveSessionConfig& c,
                                                         DetectionSink* scheduler, uint64_t scheduler_session,
@@ -17,6 +21,8 @@ Result<std::unique_ptr<LiveSession>> LiveSession::Start(const std::string& id, c
   if (Status s = Validate(c.privacy); !s) return s;
   if (c.ingest != "rtp" && c.ingest != "webrtc") return Status::Error("ingest must be rtp or webrtc, got '" + c.ingest + "'");
   if (!metrics) return Status::Error("a metrics registry is required");
+  if (c.history_points < 1 || c.history_points > 100000 || !(c.history_interval_ms >= 10))
+    return Status::Error("session history must hold 1..100000 points of at least 10 ms");
   std::unique_ptr<LiveSession> s(new LiveSession(id, c));
   s->metrics_ = metrics;
   s->mode_.store(c.privacy.mode);
@@ -279,8 +285,35 @@ void LiveSession::ProcessOne(Decoded& item) {
     privacy_counters_ = privacy_->counters();
   }
   for (const auto& p : packets) sender_->Send(p, uint32_t(p.pts));
-  ++frames_out_;
+  const uint64_t seq = ++frames_out_;
   m_out_->Inc();
+  // Keep a reference for snapshots (no copy, no conversion on the frame path);
+  // the frame it replaces goes back to its pool outside the lock.
+  FramePtr previous;
+  {
+    std::lock_guard lk(out_mu_);
+    previous = std::move(last_out_.frame);
+    last_out_ = {std::move(item.frame), seq, privacy_->mode(), rep.fail_closed, NowMs()};
+  }
+}
+
+Result<SessionSnapshot> LiveSession::Snapshot(int max_width) {
+  Output o;
+  {
+    std::lock_guard lk(out_mu_);
+    o = last_out_;  // a reference: the worker never writes to a frame once it has left
+  }
+  if (!o.frame) return Status::Error("no frame has left the session yet");
+  std::lock_guard lk(snap_mu_);  // one encode at a time per session; others reuse it
+  if (snap_cache_.frame != o.seq || snap_cache_width_ != max_width) {
+    auto jpeg = EncodeThumbnail(*o.frame, max_width);
+    if (!jpeg) return jpeg.status();
+    snap_cache_ = {std::move(*jpeg), o.seq, o.mode, o.fail_closed, 0};
+    snap_cache_width_ = max_width;
+  }
+  SessionSnapshot out = snap_cache_;
+  out.age_ms = NowMs() - o.at_ms;
+  return out;
 }
 
 void LiveSession::OnSent(const RtpFrame& f, double sent_ms) {
@@ -377,6 +410,7 @@ LiveSessionStats LiveSession::Tick() {
   if (s.rtp.lost > tick_lost_) m_lost_->Inc(double(s.rtp.lost - tick_lost_));
   tick_lost_ = s.rtp.lost;
   m_jitter_->Set(s.rtp.jitter_ms);
+  history_.Update(now, UnixMs(), {s.frames_in, uint64_t(s.privacy.fail_closed), s.stale_drops, m_total_->cumulative()});
   m_viewers_->Set(double(s.viewers));
   return s;
 }

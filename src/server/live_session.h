@@ -22,6 +22,8 @@
 #include "core/metrics.h"
 #include "media/codec.h"
 #include "privacy/privacy_stage.h"
+#include "server/session_history.h"
+#include "server/snapshot.h"
 #include "transport/rtp/rtp_receiver.h"
 #include "transport/rtp/rtp_sender.h"
 #include "transport/rtp/udp_relay.h"
@@ -42,6 +44,17 @@ struct LiveSessionConfig {
   std::string ingest_address = "127.0.0.1";
   size_t viewer_queue_frames = 8;
   bool audio = true;             // open an Opus RTP port relayed to viewers
+  size_t history_points = 300;   // the figures' history: points kept ...
+  double history_interval_ms = 1000;  // ... one per interval
+};
+
+// A still of the session's outgoing picture (GET /v1/sessions/{id}/snapshot.jpg).
+struct SessionSnapshot {
+  JpegImage image;
+  uint64_t frame = 0;        // the frame's number in the session's output (1 = the first)
+  Mode mode = Mode::kAnonymize;  // the privacy mode it was processed in
+  bool fail_closed = false;  // a whole-frame mosaic for lack of a fresh detection
+  double age_ms = 0;         // since it left the privacy stage
 };
 
 struct StageSummary {
@@ -95,6 +108,14 @@ class LiveSession {
   }
   Mode mode() const { return mode_.load(); }
   LiveSessionStats stats() const;
+  // The last frame that left the privacy stage (exactly what the viewers
+  // get), scaled to at most max_width px wide and JPEG-encoded now: the
+  // frame path only keeps a reference to its frame. The JPEG is reused while
+  // no newer frame has left. Error: no frame has left yet.
+  Result<SessionSnapshot> Snapshot(int max_width);
+  // The figures over the last history_points intervals, oldest first.
+  std::vector<HistoryPoint> History() const { return history_.Points(); }
+  const SessionHistory& history() const { return history_; }
   // Non-empty when a pipeline failed: the session must be ended with it.
   std::string error();
   // The owner's housekeeping (a few times a second): updates rate and RTP
@@ -153,6 +174,20 @@ class LiveSession {
   };
   Arrival arrivals_[64];  // guarded by mu_
   size_t arrival_next_ = 0;
+  // The last output frame (worker thread writes, Snapshot() reads).
+  struct Output {
+    FramePtr frame;
+    uint64_t seq = 0;
+    Mode mode = Mode::kAnonymize;
+    bool fail_closed = false;
+    double at_ms = 0;
+  };
+  mutable std::mutex out_mu_;
+  Output last_out_;  // guarded by out_mu_
+  std::mutex snap_mu_;
+  SessionSnapshot snap_cache_;  // guarded by snap_mu_ (frame 0: empty)
+  int snap_cache_width_ = 0;    // guarded by snap_mu_: the max_width it was made for
+  SessionHistory history_;      // Tick() feeds it
   // Tick() state.
   double tick_ms_ = 0;
   uint64_t tick_in_ = 0, tick_out_ = 0, tick_viewer_drops_ = 0, tick_lost_ = 0;

@@ -3,6 +3,7 @@
 #include <sys/random.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include <spdlog/spdlog.h>
 
@@ -144,6 +145,8 @@ ApiError SessionManager::Create(const CreateSpec& spec, const std::string& calle
   c.viewer_queue_frames = size_t(deps_.server.viewer_queue);
   c.audio = spec.audio;
   c.ingest = spec.ingest;
+  c.history_interval_ms = deps_.server.history_interval_ms;
+  c.history_points = size_t(std::max(1.0, std::round(deps_.server.history_s * 1000 / c.history_interval_ms)));
   if (c.ingest != "rtp" && c.ingest != "webrtc") return {400, "ingest must be rtp or webrtc, got '" + c.ingest + "'"};
 
   std::string id = spec.id;
@@ -191,7 +194,7 @@ ApiError SessionManager::Create(const CreateSpec& spec, const std::string& calle
   e.info.audio_port = e.session->audio_port();
   m_created_->Inc();
   m_sessions_->Set(double(sessions_.size()));
-  *out = Snapshot(e);
+  *out = InfoOf(e);
   AddEvent("session_created", id,
            "ingest=" + c.ingest + " codec=" + c.codec + " mode=" + ModeName(c.privacy.mode) + " ai_target=" + (target.empty() ? "none" : target) +
                " video_port=" +
@@ -199,7 +202,7 @@ ApiError SessionManager::Create(const CreateSpec& spec, const std::string& calle
   return {};
 }
 
-SessionInfo SessionManager::Snapshot(const Entry& e) const {
+SessionInfo SessionManager::InfoOf(const Entry& e) const {
   SessionInfo i = e.info;
   i.target = router_->TargetOf(e.sched_id);
   if (e.session) {
@@ -240,7 +243,23 @@ ApiError SessionManager::Get(const std::string& id, SessionInfo* out) const {
   std::lock_guard lk(mu_);
   auto it = sessions_.find(id);
   if (it == sessions_.end() || !it->second.session) return {404, "no session '" + id + "'"};
-  *out = Snapshot(it->second);
+  *out = InfoOf(it->second);
+  return {};
+}
+
+ApiError SessionManager::Snapshot(const std::string& id, int max_width, SessionSnapshot* out) const {
+  std::shared_ptr<LiveSession> s = Find(id);  // encoded outside the table's lock
+  if (!s) return {404, "no session '" + id + "'"};
+  auto snap = s->Snapshot(max_width);
+  if (!snap) return {503, "session '" + id + "': " + snap.error()};
+  *out = std::move(*snap);
+  return {};
+}
+
+ApiError SessionManager::History(const std::string& id, std::vector<HistoryPoint>* out) const {
+  std::shared_ptr<LiveSession> s = Find(id);
+  if (!s) return {404, "no session '" + id + "'"};
+  *out = s->History();
   return {};
 }
 
@@ -248,7 +267,7 @@ std::vector<SessionInfo> SessionManager::List() const {
   std::lock_guard lk(mu_);
   std::vector<SessionInfo> out;
   for (const auto& [id, e] : sessions_)
-    if (e.session) out.push_back(Snapshot(e));
+    if (e.session) out.push_back(InfoOf(e));
   return out;
 }
 

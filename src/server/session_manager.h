@@ -100,6 +100,11 @@ class SessionManager {
   // WHEP: a viewer's offer for session `id`. Blocks for the negotiation.
   ApiError Watch(const std::string& id, const std::string& offer, const std::string& caller, WebRtcAnswer* out);
   std::vector<Event> Events(uint64_t after_seq) const;
+  // The session's outgoing picture (LiveSession::Snapshot), at most max_width
+  // px wide. 404 no such session, 503 no frame has left it yet.
+  ApiError Snapshot(const std::string& id, int max_width, SessionSnapshot* out) const;
+  // The session's figures over the history window, oldest first. 404 no such session.
+  ApiError History(const std::string& id, std::vector<HistoryPoint>* out) const;
 
   // Readiness: empty when new sessions can be taken, else why not.
   std::string NotReadyReason() const;
@@ -125,7 +130,7 @@ class SessionManager {
   // Removes a session from the table (under mu_) and returns it for destruction outside the lock.
   std::shared_ptr<LiveSession> Take(const std::string& id, const std::string& reason, const std::string& detail);
   void AddEvent(const std::string& type, const std::string& session, const std::string& detail);
-  SessionInfo Snapshot(const Entry& e) const;
+  SessionInfo InfoOf(const Entry& e) const;
 
   const ServerDeps deps_;
   MetricsRegistry* metrics_;

@@ -48,6 +48,22 @@ TEST(Metrics, SameSeriesIsReturnedAndRemovalDropsIt) {
   EXPECT_NE(t.find("s2"), std::string::npos);
 }
 
+// A window's quantile from two cumulative snapshots: what happened before the window does not count.
+TEST(Metrics, QuantileOfAWindow) {
+  Histogram h({10, 20, 50, 100});
+  for (int i = 0; i < 10000; ++i) h.Observe(5);  // before the window: all fast
+  const auto before = h.cumulative();
+  for (int i = 0; i < 100; ++i) h.Observe(i < 50 ? 15 : 80);  // the window: half slow
+  const auto after = h.cumulative();
+  std::vector<uint64_t> window(after.size());
+  for (size_t i = 0; i < after.size(); ++i) window[i] = after[i] - before[i];
+  EXPECT_GT(QuantileOfCounts(h.bounds(), window, 0.99), 50);
+  EXPECT_LE(QuantileOfCounts(h.bounds(), window, 0.99), 100);
+  EXPECT_LT(h.Quantile(0.99), 50);  // the lifetime figure hides the slow window
+  EXPECT_EQ(QuantileOfCounts(h.bounds(), std::vector<uint64_t>(after.size(), 0), 0.99), 0);  // empty window
+  EXPECT_EQ(QuantileOfCounts(h.bounds(), {1, 2}, 0.5), 0);  // counts that do not fit the bounds
+}
+
 TEST(Metrics, QuantileEstimate) {
   Histogram h({10, 20, 30, 40});
   for (int i = 0; i < 100; ++i) h.Observe(i < 90 ? 15 : 35);
