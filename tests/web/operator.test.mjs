@@ -82,7 +82,8 @@ async function main() {
   const thumbs = shots + "/thumbnails";
   rmSync(thumbs, { recursive: true, force: true });
   mkdirSync(thumbs, { recursive: true });
-  const { url } = await startServer(["--history-s", String(HISTORY_S), "--history-interval-ms", String(HISTORY_INTERVAL_MS)]);
+  const { url } = await startServer(["--history-s", String(HISTORY_S), "--history-interval-ms", String(HISTORY_INTERVAL_MS),
+                                     "--set", "inference.fault_injection=true"]);
   console.log("veil serve on " + url);
 
   const browser = await launchBrowser(["--allow-loopback-in-peer-connection", "--autoplay-policy=document-user-activation-required"]);
@@ -127,8 +128,18 @@ async function main() {
   await row.locator('button[data-mode="anonymize"]').click();
   await waitUntil("an anonymize thumbnail", () => page.evaluate(() => window.veilOperator.thumbs.web.mode === "anonymize"), 5000);
 
+  // Fail-closed (the detector stalls): the thumbnail shows the whole-frame mosaic it is, with its badge.
+  check((await api(url, "PUT", "/v1/debug/inference", { stall: true })).status === 200, "detection stalled");
+  await waitUntil("a fail-closed thumbnail", () => page.evaluate(() => window.veilOperator.thumbs.web.fail_closed), 5000);
+  check(await page.locator('.card[data-session="web"] .badge.fail-closed').isVisible(), "the fail-closed badge shows");
+  const failClosed = (await collect(page, "web", "failclosed", 3, thumbs)).filter(t => t.fail_closed);
+  await page.screenshot({ path: shots + "/operator-fail-closed.png", fullPage: true });
+  await api(url, "PUT", "/v1/debug/inference", { stall: false });
+  await waitUntil("detection back", () => page.evaluate(() => !window.veilOperator.thumbs.web.fail_closed), 15000);
+  check(failClosed.length >= 2, `${failClosed.length} fail-closed thumbnails kept; detection back, badge gone`);
+
   // The judge: annotated faces in each thumbnail against the lossless master (no detector).
-  const verdict = JSON.parse(execFileSync("/usr/bin/python3", [judge, clip, ...anon.map(t => t.file), ...bypass.map(t => t.file),
+  const verdict = JSON.parse(execFileSync("/usr/bin/python3", [judge, clip, ...[...anon, ...bypass, ...failClosed].map(t => t.file),
                                                                "--leakcheck", leakcheck], { encoding: "utf8", maxBuffer: 64 << 20 }));
   writeFileSync(thumbs + "/verdict.json", JSON.stringify(verdict, null, 1));
   const tally = label => {
@@ -137,9 +148,11 @@ async function main() {
              ssim_max: Math.max(0, ...ims.flatMap(i => i.detail.map(f => f.ssim_half))),
              ssim_min: Math.min(1, ...ims.flatMap(i => i.detail.map(f => f.ssim_half))) };
   };
-  const a = tally("anonymize"), b = tally("bypass");
+  const a = tally("anonymize"), b = tally("bypass"), fc = tally("failclosed");
   console.log(`figure: anonymize thumbnails ${a.images}, faces judged ${a.faces}, leaked ${a.leaked}, best-half SSIM max ${a.ssim_max.toFixed(3)}`);
   console.log(`figure: bypass thumbnails ${b.images}, faces judged ${b.faces}, leaked ${b.leaked}, best-half SSIM min ${b.ssim_min.toFixed(3)}`);
+  console.log(`figure: fail-closed thumbnails ${fc.images}, faces judged ${fc.faces}, leaked ${fc.leaked}, best-half SSIM max ${fc.ssim_max.toFixed(3)}`);
+  check(fc.leaked === 0, `no fail-closed thumbnail shows an annotated face (${fc.leaked} of ${fc.faces})`);
   check(a.faces >= 10, `the anonymize thumbnails hold annotated faces to judge (${a.faces})`);
   check(a.leaked === 0, `no anonymize thumbnail shows an annotated face (${a.leaked} of ${a.faces} leaked, SSIM <= ${a.ssim_max.toFixed(3)} < ${verdict.t_ssim})`);
   check(b.faces >= 5 && b.leaked >= 0.9 * b.faces,
@@ -167,6 +180,7 @@ async function main() {
   check(meanFps > 20 && h2.fail_closed_per_s.length === HISTORY_POINTS && h2.stale_drops_per_s.length === HISTORY_POINTS &&
         h2.processing_p99_ms.filter(v => v !== null && v > 0).length > HISTORY_POINTS / 2,
         `the history holds received fps (mean ${meanFps.toFixed(1)}), p99, fail-closed and stale series`);
+  check(h2.fail_closed_per_s.some(v => v >= 5), `the stall shows in the fail-closed series (max ${Math.max(...h2.fail_closed_per_s).toFixed(1)}/s)`);
   const sparks = await page.evaluate(() => {
     const card = document.querySelector('.card[data-session="web"]');
     const out = {};
