@@ -1,6 +1,7 @@
 // veil load: the field report's method as one command (docs/load.md).
 //   veil load --server URL --input FILE [--stages 2,4,8,12] [--stage-seconds 40] [--mode M] [--out DIR]
 //   veil load --compare A.toml B.toml [--repeat 3] --input FILE ...   (starts a server per configuration)
+//   veil load --compare A.toml A.toml --page-poll-b 1000 ...          (B: an operator page open and polling)
 //   veil load --explain [--out DIR]                                   (reads DIR/load.json and load.prev.json)
 // Exit codes: 0 every stage passed; 1 a stage failed the pass mark; 2 bad
 // options or input; 3 the server could not be used or the run was stopped.
@@ -49,6 +50,7 @@ void RegisterLoad(CLI::App& app, int* rc) {
     std::string stages = "2,4,8,12", out = "out/load";
     std::vector<std::string> compare;
     int repeat = 3;
+    double page_poll_b = 0;
     bool explain = false;
     std::vector<std::string> explain_files;
   };
@@ -71,6 +73,12 @@ void RegisterLoad(CLI::App& app, int* rc) {
   sub->add_option("--token", o->load.token, "Bearer token (or $VEIL_TOKEN)")->envname("VEIL_TOKEN");
   sub->add_option("--compare", o->compare, "Two server config files: start a server with each in turn, A B A B ...")
       ->expected(2);
+  sub->add_option("--page-poll", o->load.page_poll_ms,
+                  "Also poll like an open operator page every MS ms (per session: stats, history, snapshot.jpg)")
+      ->check(CLI::Range(10.0, 60000.0));
+  sub->add_option("--page-poll-b", o->page_poll_b,
+                  "Compare mode: configuration B's runs poll like an open operator page every MS ms (A's do not)")
+      ->check(CLI::Range(10.0, 60000.0));
   sub->add_option("--repeat", o->repeat, "Compare mode: runs per configuration")->check(CLI::Range(1, 20))->capture_default_str();
   sub->add_flag("--explain", o->explain, "Explain the last run in --out (and what changed since the one before)");
   sub->add_option("--explain-files", o->explain_files, "Explain LAST.json [PREVIOUS.json] instead")->expected(1, 2);
@@ -102,7 +110,13 @@ void RegisterLoad(CLI::App& app, int* rc) {
       std::vector<LoadRun> runs[2];
       auto base = [](const std::string& p) { return p.substr(p.find_last_of('/') + 1); };
       const std::string files[2] = {o->compare[0], o->compare[1]};
-      const std::string labels[2] = {base(files[0]), base(files[1]) == base(files[0]) ? files[1] : base(files[1])};
+      std::string labels[2] = {base(files[0]), base(files[1]) == base(files[0]) ? files[1] : base(files[1])};
+      if (o->page_poll_b > 0) {
+        if (o->load.page_poll_ms > 0) return Fail(rc, 2, "--page-poll and --page-poll-b exclude each other");
+        if (labels[1] == labels[0]) labels[1] = base(files[1]);
+        labels[0] += " (page closed)";
+        labels[1] += fmt::format(" (page open, {:g} ms)", o->page_poll_b);
+      }
       for (int k = 0; k < o->repeat; ++k)
         for (int c = 0; c < 2; ++c) {
           if (StopRequested()) return Fail(rc, 3, "interrupted");
@@ -114,6 +128,7 @@ void RegisterLoad(CLI::App& app, int* rc) {
           lo.server = (*server)->url();
           lo.label = labels[c];
           lo.all_stages = true;  // the same stages in every run, for comparable figures
+          if (c == 1 && o->page_poll_b > 0) lo.page_poll_ms = o->page_poll_b;
           auto r = RunLoad(lo, Progress);
           (*server)->Stop();
           if (!r) return Fail(rc, 3, r.error());

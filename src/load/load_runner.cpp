@@ -17,6 +17,7 @@
 #include "client/rtp_publisher.h"
 #include "client/rtp_viewer.h"
 #include "core/clock.h"
+#include "load/page_poller.h"
 #include "load/prom_text.h"
 
 namespace veil {
@@ -109,6 +110,8 @@ json StageResult::ToJson() const {
             {"ingest_rtp_loss_pct", ingest_loss_pct},
             {"server_cpu_pct", server_cpu_pct},
             {"tool_cpu_pct", tool_cpu_pct},
+            {"server_cpu_ms_per_frame", server_cpu_ms_per_frame},
+            {"page_poll", {{"snapshots_per_s", page_snapshots_per_s}, {"snapshot_ms", page_snapshot_ms}, {"failures", page_failures}}},
             {"session_fps", session_fps}};
   for (const auto& [k, v] : stage_mean_ms) j["stage_mean_ms"][k] = v;
   for (const auto& [k, v] : stage_p99_ms) j["stage_p99_ms"][k] = v;
@@ -230,6 +233,17 @@ Result<LoadRun> RunLoad(const LoadOptions& o, const std::function<void(const std
       run.stopped = failure;
       break;
     }
+    // An open operator page, when asked for.
+    std::unique_ptr<PagePoller> page;
+    if (o.page_poll_ms > 0) {
+      auto pp = PagePoller::Start(o.server, o.token, ours, o.page_poll_ms);
+      if (!pp) {
+        cleanup();
+        return pp.status();
+      }
+      page = std::move(*pp);
+    }
+    PagePollCounts page0;
     // Warm-up, then the measured window.
     const double t_start = NowMs();
     const double t_warm = t_start + o.warmup_seconds * 1000, t_end = t_start + o.stage_seconds * 1000;
@@ -259,6 +273,7 @@ Result<LoadRun> RunLoad(const LoadOptions& o, const std::function<void(const std
         for (auto& s : sessions) v0.push_back(s->viewer->counters());
         tool_cpu0 = ProcessCpuMs();
         wall0 = NowMs();
+        if (page) page0 = page->counts();
         measured = true;
       }
       if (NowMs() - last_check > 1000) {
@@ -276,6 +291,7 @@ Result<LoadRun> RunLoad(const LoadOptions& o, const std::function<void(const std
       }
     }
     if (!run.stopped.empty() || !measured) {
+      page.reset();
       cleanup();
       if (run.stopped.empty()) run.stopped = "the stage ended before its warm-up did";
       res.verdict = run.stopped;
@@ -286,6 +302,8 @@ Result<LoadRun> RunLoad(const LoadOptions& o, const std::function<void(const std
     const double wall1 = NowMs(), tool_cpu1 = ProcessCpuMs();
     std::vector<ViewerCounters> v1;
     for (auto& s : sessions) v1.push_back(s->viewer->counters());
+    const PagePollCounts page1 = page ? page->counts() : PagePollCounts{};
+    page.reset();
     for (auto& s : sessions) s->pub->Stop();
     if (!m1r) {
       cleanup();
@@ -347,6 +365,14 @@ Result<LoadRun> RunLoad(const LoadOptions& o, const std::function<void(const std
     res.ingest_loss_pct = pk > 0 ? 100.0 * ingest_lost / (pk + ingest_lost) : 0;
     res.server_cpu_pct = 100.0 * (SumValue(m1, "veil_process_cpu_seconds_total") - SumValue(m0, "veil_process_cpu_seconds_total")) / window_s;
     res.tool_cpu_pct = 100.0 * (tool_cpu1 - tool_cpu0) / (wall1 - wall0);
+    const double out_frames = SumValue(m1, "veil_session_frames_sent_total") - SumValue(m0, "veil_session_frames_sent_total");
+    res.server_cpu_ms_per_frame = out_frames > 0 ? res.server_cpu_pct * 10.0 * window_s / out_frames : 0;
+    if (page1.rounds > 0) {
+      const double shots = double(page1.snapshots - page0.snapshots);
+      res.page_snapshots_per_s = shots / window_s;
+      res.page_snapshot_ms = shots > 0 ? (page1.snapshot_ms_sum - page0.snapshot_ms_sum) / shots : 0;
+      res.page_failures = double(page1.failures - page0.failures);
+    }
     res.passed = res.fps_worst > o.pass_fps && res.proc_p99_ms < o.pass_p99_ms;
     if (!res.passed)
       res.verdict = res.fps_worst <= o.pass_fps

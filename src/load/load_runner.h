@@ -24,6 +24,7 @@ struct LoadOptions {
   bool all_stages = false, force = false;
   double pass_fps = 25, pass_p99_ms = 33.3;  // the field report's pass mark
   std::string label;                          // names the configuration in tables
+  double page_poll_ms = 0;  // > 0: poll like an open operator page (load/page_poller.h) every this many ms
 };
 // Checks the options (stage list, durations) without touching the server.
 Status Validate(const LoadOptions& o);
@@ -39,6 +40,9 @@ struct StageResult {
   double proc_mean_ms = 0, proc_p99_ms = 0;
   double stale_pct = 0, fail_closed = 0, viewer_loss_pct = 0, ingest_loss_pct = 0;
   double server_cpu_pct = 0, tool_cpu_pct = 0;
+  double server_cpu_ms_per_frame = 0;  // server CPU over the window / frames sent
+  // The page poller over the window (page_poll_ms > 0): snapshots fetched per second and their mean request time.
+  double page_snapshots_per_s = 0, page_snapshot_ms = 0, page_failures = 0;
   std::map<std::string, double> stage_mean_ms, stage_p99_ms;  // server stages, per frame
   std::vector<double> session_fps;
   nlohmann::json ToJson() const;

@@ -164,6 +164,9 @@ std::vector<CompareFigure> CompareFigures(const std::vector<LoadRun>& a, const s
         add("e2e p99 ms" + at, s.e2e_p99_ms, is_a);
         add("stale drop %" + at, s.stale_pct, is_a);
         add("server cpu %" + at, s.server_cpu_pct, is_a);
+        add("server cpu ms/frame" + at, s.server_cpu_ms_per_frame, is_a);
+        add("processing mean ms" + at, s.proc_mean_ms, is_a);
+        add("page snapshots/s" + at, s.page_snapshots_per_s, is_a);
         for (const auto& [k, v] : s.stage_mean_ms) add(k + " ms/frame" + at, v, is_a);
       }
   std::vector<CompareFigure> out;

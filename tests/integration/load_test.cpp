@@ -1,5 +1,6 @@
 // veil load against the real server on loopback: a short ramp with sane
-// figures, compare mode catching a costly setting, and bad input.
+// figures (with an emulated operator page polling), compare mode catching a
+// costly setting, and bad input.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -21,7 +22,7 @@ TEST(Load, ShortRampGivesSaneFigures) {
   ASSERT_TRUE(server.ok()) << server.log();
   const std::string out = TempPath("load-ramp");
   RunResult r = RunVeil("load --server " + server.url() + " -i " + Media("sample_720p30.ivf") +
-                        " --stages 1,2 --stage-seconds 5 --warmup 1.5 --all-stages --out " + out);
+                        " --stages 1,2 --stage-seconds 5 --warmup 1.5 --all-stages --page-poll 250 --out " + out);
   std::printf("%s\n", r.out.c_str());
   EXPECT_TRUE(r.rc == 0 || r.rc == 1) << r.out;  // 1: a stage missed the pass mark (reported, not an error)
   const json j = ReadJson(out + "/load.json");
@@ -46,6 +47,11 @@ TEST(Load, ShortRampGivesSaneFigures) {
     EXPECT_GT(s["server_cpu_pct"].get<double>(), 10.0);
     EXPECT_GE(s["tool_cpu_pct"].get<double>(), 0.0);
     EXPECT_EQ(s["session_fps"].size(), s["sessions"].get<size_t>());
+    EXPECT_GT(s["server_cpu_ms_per_frame"].get<double>(), 1.0);
+    // The open operator page it emulates: every session's snapshot about 4 times a second, none failed.
+    EXPECT_GT(s["page_poll"]["snapshots_per_s"].get<double>(), 2.0 * s["sessions"].get<double>());
+    EXPECT_GT(s["page_poll"]["snapshot_ms"].get<double>(), 0.0);
+    EXPECT_EQ(s["page_poll"]["failures"].get<double>(), 0.0);
   }
   for (const char* f : {"/load.md", "/load.csv", "/load.svg"}) EXPECT_TRUE(std::ifstream(out + f).good()) << f;
   EXPECT_EQ(SessionsOn(server), 0u) << "the tool deletes every session it created";
