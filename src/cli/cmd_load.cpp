@@ -113,7 +113,7 @@ void RegisterLoad(CLI::App& app, int* rc) {
       std::string labels[2] = {base(files[0]), base(files[1]) == base(files[0]) ? files[1] : base(files[1])};
       if (o->page_poll_b > 0) {
         if (o->load.page_poll_ms > 0) return Fail(rc, 2, "--page-poll and --page-poll-b exclude each other");
-        if (labels[1] == labels[0]) labels[1] = base(files[1]);
+        if (files[1] == files[0]) labels[1] = base(files[1]);
         labels[0] += " (page closed)";
         labels[1] += fmt::format(" (page open, {:g} ms)", o->page_poll_b);
       }
