@@ -68,8 +68,9 @@ class ServerProcess {
     r.body = json::parse(res->body, nullptr, false);
     return r;
   }
-  Reply CallJson(const std::string& method, const std::string& path, const json& body) {
-    return Call(method, path, body.dump());
+  Reply CallJson(const std::string& method, const std::string& path, const json& body,
+                 const httplib::Headers& headers = {}) {
+    return Call(method, path, body.dump(), headers);
   }
 
  private:

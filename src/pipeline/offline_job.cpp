@@ -1,17 +1,65 @@
 #include "pipeline/offline_job.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
 
 namespace veil {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The output is the input when both name one file (same device and inode: also
+// through links, ./ prefixes or hard links), or the same path where neither exists yet.
+bool SameFile(const std::string& a, const std::string& b) {
+  struct stat sa{}, sb{};
+  if (::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0) return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+  std::error_code e1, e2;
+  return fs::weakly_canonical(a, e1) == fs::weakly_canonical(b, e2) && !e1 && !e2;
+}
+
+}  // namespace
+
+OutputTarget::OutputTarget(const std::string& output) : final_(output), write_(output) {
+  struct stat st{};
+  // A special file (/dev/null, a FIFO) is written as it is: it cannot be replaced by a rename.
+  if (::stat(output.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) return;
+  const fs::path p(output);
+  // Beside the output (same file system: the rename is atomic), hidden, keeping the
+  // extension: the container and codec are chosen by it.
+  write_ = (p.parent_path() / ("." + p.stem().string() + ".veil-" + std::to_string(::getpid()) + ".partial" +
+                               p.extension().string()))
+               .string();
+}
+
+OutputTarget::~OutputTarget() {
+  if (!done_ && write_ != final_) std::remove(write_.c_str());
+}
+
+Status OutputTarget::Commit() {
+  if (write_ != final_) {
+    std::error_code ec;
+    fs::rename(write_, final_, ec);
+    if (ec) return Status::Error("cannot move the finished output into place at " + final_ + ": " + ec.message());
+  }
+  done_ = true;
+  return Status::Ok();
+}
 
 Result<JobSummary> RunOfflineJob(const JobConfig& cfg, Detector* detector, const ProgressFn& progress) {
   PrivacyConfig pc = cfg.privacy;
+  if (SameFile(cfg.input, cfg.output))
+    return Status::Error("the output is the input (" + cfg.output + "): refusing to overwrite it; choose another output");
   auto reader = MediaReader::Open(cfg.input, cfg.reader);
   if (!reader) return reader.status();
   MediaReader& in = **reader;
   pc.fps = in.info().fps > 0 ? in.info().fps : 30.0;  // result ages are measured in the input's frame time
   if (Status s = Validate(pc); !s) return s;
   if (pc.mode == Mode::kAnonymize && !detector) return Status::Error("anonymize mode needs a detector");
-  auto writer = MediaWriter::Open(cfg.output, in.info(), cfg.encoder, &in);
+  OutputTarget target(cfg.output);  // written aside, moved into place only when finished
+  auto writer = MediaWriter::Open(target.write_path(), in.info(), cfg.encoder, &in);
   if (!writer) return writer.status();
   MediaWriter& out = **writer;
 
@@ -57,6 +105,8 @@ Result<JobSummary> RunOfflineJob(const JobConfig& cfg, Detector* detector, const
   sum.input_status = in.end_status();
   if (!write_status) return Status::Error("writing " + cfg.output + " failed: " + write_status.message());
   if (!fin) return Status::Error("finishing " + cfg.output + " failed: " + fin.message());
+  (*writer).reset();  // closed before it is moved into place
+  if (Status s = target.Commit(); !s) return s;
   if (progress) progress(sum.frames, sum.frames, sum.wall_ms);  // completes the bar when the estimate was off
   return sum;
 }

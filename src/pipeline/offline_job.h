@@ -35,9 +35,28 @@ struct JobSummary {
 
 using ProgressFn = std::function<void(int64_t done, int64_t total, double elapsed_ms)>;
 
-// Runs the whole job. The output file is finished and valid even when the
-// input turns out to be damaged part-way (summary.input_status says so).
-// Returns an error only when no output could be produced at all.
+// Where a job writes: a hidden temporary file beside the output (same
+// extension, so the same container and codec), moved over the output only when
+// the job finished it; removed otherwise. A job that fails or is killed leaves
+// an existing output untouched. Special files (/dev/null) are written directly.
+class OutputTarget {
+ public:
+  explicit OutputTarget(const std::string& output);
+  ~OutputTarget();  // removes the temporary file unless committed
+  OutputTarget(const OutputTarget&) = delete;
+  OutputTarget& operator=(const OutputTarget&) = delete;
+  const std::string& write_path() const { return write_; }
+  Status Commit();  // the finished file takes the output's name
+
+ private:
+  std::string final_, write_;
+  bool done_ = false;
+};
+
+// Runs the whole job. Refuses an output that is the input. The output file is
+// finished and valid even when the input turns out to be damaged part-way
+// (summary.input_status says so): it is written aside and moved into place
+// when finished. Returns an error only when no output could be produced at all.
 Result<JobSummary> RunOfflineJob(const JobConfig& cfg, Detector* detector, const ProgressFn& progress = {});
 
 }  // namespace veil

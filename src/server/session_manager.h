@@ -86,6 +86,7 @@ class SessionManager {
   ApiError Delete(const std::string& id, const std::string& caller);
   ApiError Get(const std::string& id, SessionInfo* out) const;
   std::vector<SessionInfo> List() const;
+  bool Exists(const std::string& id) const { return Find(id) != nullptr; }
   ApiError AddViewer(const std::string& id, const std::string& host, int video_port, int audio_port,
                      const std::string& caller, ViewerInfo* out);
   ApiError RemoveViewer(const std::string& id, const std::string& viewer, const std::string& caller);

@@ -10,25 +10,30 @@
 namespace veil {
 
 WebRtcRoutes::WebRtcRoutes(SessionManager* sessions, MetricsRegistry* metrics, const WebRtcSettings& s)
-    : sessions_(sessions), metrics_(metrics), s_(s), tokens_(std::max(1.0, 2 * s.offers_per_s)), bucket_ms_(NowMs()) {}
+    : sessions_(sessions), metrics_(metrics), s_(s) {
+  for (Gate* g : {&whip_, &whep_}) {
+    g->tokens = std::max(1.0, 2 * s.offers_per_s);
+    g->at_ms = NowMs();
+  }
+}
 
 Counter& WebRtcRoutes::Offers(const char* kind, const char* result) {
   return metrics_->GetCounter("veil_webrtc_offers_total", "WHIP/WHEP offers by outcome (ok, refused: 4xx, throttled: 429, failed: 5xx)",
                               {{"kind", kind}, {"result", result}});
 }
 
-std::string WebRtcRoutes::Admit() {
+std::string WebRtcRoutes::Admit(Gate& g) {
   {
-    std::lock_guard lk(bucket_mu_);
+    std::lock_guard lk(g.mu);
     const double now = NowMs();
     const double burst = std::max(1.0, 2 * s_.offers_per_s);
-    tokens_ = std::min(burst, tokens_ + (now - bucket_ms_) / 1000.0 * s_.offers_per_s);
-    bucket_ms_ = now;
-    if (tokens_ < 1) return "too many offers (webrtc.offers_per_s = " + FormatValue(s_.offers_per_s) + ")";
-    tokens_ -= 1;
+    g.tokens = std::min(burst, g.tokens + (now - g.at_ms) / 1000.0 * s_.offers_per_s);
+    g.at_ms = now;
+    if (g.tokens < 1) return "too many offers (webrtc.offers_per_s = " + FormatValue(s_.offers_per_s) + ")";
+    g.tokens -= 1;
   }
-  if (++pending_ > s_.max_pending) {
-    --pending_;
+  if (++g.pending > s_.max_pending) {
+    --g.pending;
     return "too many negotiations at once (webrtc.max_pending = " + std::to_string(s_.max_pending) + ")";
   }
   return "";
@@ -55,15 +60,23 @@ void WebRtcRoutes::Offer(const httplib::Request& req, httplib::Response& res, bo
     res.set_header("Accept-Post", "application/sdp");
     return Error(res, 415, "the offer must be sent as Content-Type: application/sdp");
   }
-  if (std::string why = Admit(); !why.empty()) {
+  const std::string id = req.matches[1];
+  if (!publish && !sessions_->Exists(id)) {  // costs nothing: no token, no negotiation
+    Offers(kind, "refused").Inc();
+    return Error(res, 404, "no session '" + id + "'");
+  }
+  Gate& gate = publish ? whip_ : whep_;
+  if (std::string why = Admit(gate); !why.empty()) {
     Offers(kind, "throttled").Inc();
     res.set_header("Retry-After", "1");
     return Error(res, 429, why);
   }
+  struct Release {  // the slot is given back however the negotiation ends, an exception included
+    std::atomic<int>& pending;
+    ~Release() { --pending; }
+  } release{gate.pending};
   WebRtcAnswer a;
-  const std::string id = req.matches[1];
   const ApiError e = publish ? sessions_->Publish(id, req.body, Caller(req), &a) : sessions_->Watch(id, req.body, Caller(req), &a);
-  Done();
   if (e) {
     Offers(kind, e.http >= 500 ? "failed" : "refused").Inc();
     if (e.http == 503) res.set_header("Retry-After", "5");

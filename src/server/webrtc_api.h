@@ -8,8 +8,10 @@
 //   PATCH  (trickle ICE / ICE restart): 405, veil answers non-trickle only
 // Publishing needs "Authorization: Bearer <webrtc.publish_token>"; watching
 // needs webrtc.view_token when one is set. Offers are admitted through a
-// token bucket (webrtc.offers_per_s) and at most webrtc.max_pending at once;
-// anything beyond is 429 with Retry-After.
+// token bucket (webrtc.offers_per_s) and at most webrtc.max_pending at once,
+// each kept separately for WHIP and WHEP, so viewers (public by default) can
+// never throttle publishers; anything beyond is 429 with Retry-After. A WHEP
+// offer for a session that does not exist is 404 before it costs a token.
 #pragma once
 #include <atomic>
 #include <mutex>
@@ -33,9 +35,14 @@ class WebRtcRoutes {
   void Register(httplib::Server& h);
 
  private:
-  // Admission of one offer: "" when admitted (release with Done()), else why not.
-  std::string Admit();
-  void Done() { --pending_; }
+  // Rate and concurrency of one kind of offer (WHIP or WHEP).
+  struct Gate {
+    std::atomic<int> pending{0};
+    std::mutex mu;
+    double tokens = 0, at_ms = 0;  // guarded by mu
+  };
+  // Admission of one offer: "" when admitted (release with --g.pending), else why not.
+  std::string Admit(Gate& g);
   void Cors(httplib::Response& res) const;
   void Offer(const httplib::Request& req, httplib::Response& res, bool publish);
   Counter& Offers(const char* kind, const char* result);
@@ -43,9 +50,7 @@ class WebRtcRoutes {
   SessionManager* sessions_;
   MetricsRegistry* metrics_;
   const WebRtcSettings s_;
-  std::atomic<int> pending_{0};
-  std::mutex bucket_mu_;
-  double tokens_ = 0, bucket_ms_ = 0;  // guarded by bucket_mu_
+  Gate whip_, whep_;
 };
 
 }  // namespace veil

@@ -140,6 +140,54 @@ TEST(Cli, DamagedInputWritesRecoveredFramesAndExitsNonZero) {
   }
 }
 
+std::string ReadAll(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
+std::vector<std::string> PartialFiles(const std::string& dir) {
+  std::vector<std::string> out;
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    if (e.path().filename().string().find(".partial") != std::string::npos) out.push_back(e.path().string());
+  return out;
+}
+
+// Issue 13: `veil anonymize in.ivf -o in.ivf` truncated its input to 21 KB (exit 3), and a failed
+// or killed run left a partial file that still played under the output's name.
+TEST(Cli, OutputIsNeverTheInputAndOnlyAFinishedFileTakesItsName) {
+  const std::string dir = test::TempPath("safe-output");
+  std::filesystem::create_directories(dir);
+  const std::string in = dir + "/in.ivf";
+  std::filesystem::copy_file(Media("sample_360p30.ivf"), in, std::filesystem::copy_options::overwrite_existing);
+  const std::string original = ReadAll(in);
+  std::filesystem::create_hard_link(in, dir + "/same.ivf");
+  for (const std::string& o : {in, dir + "/./in.ivf", dir + "/same.ivf"}) {
+    auto r = RunVeil("anonymize " + in + " -o " + o + " --mode full_blur");
+    EXPECT_NE(r.rc, 0) << o;
+    EXPECT_LT(r.rc, 128) << r.out;
+    EXPECT_NE(r.out.find("the output is the input"), std::string::npos) << r.out;
+    EXPECT_TRUE(ReadAll(in) == original) << "the input was changed through " << o;
+  }
+  // A run killed part-way leaves the previous output as it was.
+  const std::string out = dir + "/out.ivf";
+  { std::ofstream(out) << "previous output"; }
+  auto k = RunVeil("anonymize " + Media("sample_720p30.ivf") + " -o " + out + " --detect-every 1", "timeout -s KILL 1.5 ");
+  EXPECT_EQ(k.rc, 137) << "the run should have been killed part-way: " << k.out;
+  EXPECT_EQ(ReadAll(out), "previous output");
+  for (const auto& p : PartialFiles(dir)) std::filesystem::remove(p);  // SIGKILL leaves its hidden partial file
+  // A run that fails leaves no file behind; a finished one takes the output's name and leaves nothing else.
+  auto bad = RunVeil("anonymize " + Media("sample_720p30.ivf") + " -o " + dir + "/x.avi");
+  EXPECT_NE(bad.rc, 0);
+  EXPECT_FALSE(std::filesystem::exists(dir + "/x.avi"));
+  auto ok = RunVeil("anonymize " + in + " -o " + out + " --mode full_blur");
+  ASSERT_EQ(ok.rc, 0) << ok.out;
+  auto rd = MediaReader::Open(out);
+  ASSERT_TRUE(rd.ok()) << rd.error();
+  EXPECT_TRUE(PartialFiles(dir).empty());
+  EXPECT_TRUE(ReadAll(in) == original);
+  std::filesystem::remove_all(dir);
+}
+
 TEST(Cli, BadInputsAreClearErrors) {
   const std::string out = test::TempPath("bad.ivf");
   const std::string in = Media("sample_720p30.ivf");
