@@ -149,6 +149,7 @@ const std::vector<KeySpec>& ConfigKeys() {
       Key("decoder.threads", "decode-threads", "decoder threads", &S::decode_threads),
       Key("server.listen", "listen", "control API address HOST:PORT (non-loopback needs server.token)", &S::listen),
       Key("server.token", "token", "bearer token the control API requires (empty: none, loopback only)", &S::token),
+      Key("server.allowed_hosts", "allowed-hosts", "host names the API and pages answer to besides IP literals and localhost, comma-separated (DNS rebinding guard)", &S::allowed_hosts),
       Key("server.rtp_address", "rtp-address", "address RTP ingest binds and the SDPs advertise", &S::rtp_address),
       Key("server.viewer_hosts", "viewer-hosts", "where viewers may receive RTP: loopback or any", &S::viewer_hosts),
       Key("server.max_sessions", "max-sessions", "concurrent sessions; one more is refused with 503", &S::max_sessions),
@@ -420,6 +421,21 @@ Result<ServerSettings> Config::BuildServer() const {
   v.start_timeout_ms = s.start_timeout_ms;
   if (s.history_s * 1000 / s.history_interval_ms > 100000 || s.history_s * 1000 < s.history_interval_ms)
     return Status::Error("server.history_s / server.history_interval_ms must keep 1..100000 points per session");
+  for (size_t pos = 0; pos < s.allowed_hosts.size();) {
+    size_t end = s.allowed_hosts.find(',', pos);
+    if (end == std::string::npos) end = s.allowed_hosts.size();
+    std::string name = s.allowed_hosts.substr(pos, end - pos);
+    name.erase(0, name.find_first_not_of(' '));
+    name.erase(name.find_last_not_of(' ') + 1);
+    pos = end + 1;
+    if (name.empty()) continue;
+    for (char& c : name) {
+      c = char(std::tolower(static_cast<unsigned char>(c)));
+      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '.')
+        return Status::Error("server.allowed_hosts: '" + name + "' is not a host name (letters, digits, - and . only)");
+    }
+    v.allowed_hosts.push_back(name);
+  }
   v.history_s = s.history_s;
   v.history_interval_ms = s.history_interval_ms;
   v.max_batch = int(s.max_batch);

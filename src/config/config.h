@@ -44,7 +44,7 @@ struct Settings {
   std::string codec;
   int64_t bitrate_kbps = 0, encode_threads = 1, keyint = 60, vp8_speed = -8, decode_threads = 1;
   // [server] (veil serve)
-  std::string listen = "127.0.0.1:8080", token, rtp_address = "127.0.0.1", viewer_hosts = "loopback";
+  std::string listen = "127.0.0.1:8080", token, rtp_address = "127.0.0.1", viewer_hosts = "loopback", allowed_hosts;
   int64_t max_sessions = 8, max_viewers = 16, viewer_queue = 8, jitter_ms = 40;
   double publisher_timeout_ms = 5000, start_timeout_ms = 30000, budget_ms = 33.0;
   double history_s = 300, history_interval_ms = 1000;
@@ -80,6 +80,7 @@ struct ServerSettings {
   std::string listen_host = "127.0.0.1";
   int listen_port = 8080;
   std::string token;
+  std::vector<std::string> allowed_hosts;  // Host names browsers may use besides IP literals and localhost
   std::string rtp_address = "127.0.0.1";
   bool any_viewer_host = false;  // false: viewers must be on loopback
   int max_sessions = 8, max_viewers = 16, viewer_queue = 8, jitter_ms = 40;

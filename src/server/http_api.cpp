@@ -20,6 +20,11 @@ using json = nlohmann::json;
 // Parses a JSON object body, refusing fields not in `allowed` (a typo is an error, not a default).
 bool ParseBody(const httplib::Request& req, httplib::Response& res, const std::vector<std::string>& allowed,
                json* out, bool required = true) {
+  // JSON only: a browser sends text/plain or a form cross-site without asking first (no CORS preflight).
+  if (!req.body.empty() && req.get_header_value("Content-Type").rfind("application/json", 0) != 0) {
+    Error(res, 415, "the body must be sent as Content-Type: application/json");
+    return false;
+  }
   if (req.body.empty()) {
     if (required) {
       Error(res, 400, "a JSON object body is required");
@@ -202,7 +207,19 @@ void HttpApi::Routes() {
     // WHIP and WHEP check their own tokens (webrtc.publish_token / view_token).
     static const std::set<std::string> kOpen = {"/healthz", "/readyz", "/", "/operator", "/publish",
                                                 "/watch",   "/webrtc.js", "/favicon.ico"};
-    const bool open = kOpen.count(req.path) || req.path.rfind("/whip/", 0) == 0 || req.path.rfind("/whep/", 0) == 0;
+    const bool webrtc = req.path.rfind("/whip/", 0) == 0 || req.path.rfind("/whep/", 0) == 0;
+    // DNS rebinding: a page of another site whose name now resolves to this server sends its own Host.
+    if (!HostAllowed(req.get_header_value("Host"), settings_.allowed_hosts)) {
+      Error(res, 403, "Host '" + HostName(req.get_header_value("Host")) +
+                          "' is not this server's (IP literals, localhost and server.allowed_hosts are)");
+      return HR::Handled;
+    }
+    // Cross-site requests may not change state; WHIP/WHEP answer CORS as their specifications want.
+    if (!webrtc && req.method != "GET" && req.method != "HEAD" && req.method != "OPTIONS" && !SameOrigin(req)) {
+      Error(res, 403, "cross-origin request refused (Origin " + req.get_header_value("Origin") + ")");
+      return HR::Handled;
+    }
+    const bool open = kOpen.count(req.path) || webrtc;
     if (open || BearerOk(req, settings_.token)) return HR::Unhandled;
     res.set_header("WWW-Authenticate", "Bearer");
     Error(res, 401, "missing or wrong bearer token");

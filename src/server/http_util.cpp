@@ -1,7 +1,9 @@
 #include "server/http_util.h"
 
+#include <arpa/inet.h>
 #include <httplib.h>
 
+#include <algorithm>
 #include <cctype>
 
 namespace veil {
@@ -35,6 +37,44 @@ bool BearerOk(const httplib::Request& req, const std::string& token) {
   if (token.empty()) return true;
   const std::string auth = req.get_header_value("Authorization");
   return auth.rfind("Bearer ", 0) == 0 && TimingSafeEqual(auth.substr(7), token);
+}
+
+std::string HostName(const std::string& host_header) {
+  std::string h = host_header;
+  if (!h.empty() && h[0] == '[') {
+    const size_t end = h.find(']');
+    h = end == std::string::npos ? h.substr(1) : h.substr(1, end - 1);
+  } else if (const size_t colon = h.rfind(':'); colon != std::string::npos) {
+    h = h.substr(0, colon);
+  }
+  std::transform(h.begin(), h.end(), h.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+  return h;
+}
+
+bool HostAllowed(const std::string& host_header, const std::vector<std::string>& names) {
+  if (host_header.empty()) return true;
+  const std::string h = HostName(host_header);
+  in_addr v4{};
+  in6_addr v6{};
+  if (inet_pton(AF_INET, h.c_str(), &v4) == 1 || inet_pton(AF_INET6, h.c_str(), &v6) == 1) return true;
+  if (h == "localhost" || h.ends_with(".localhost")) return true;  // loopback by definition (RFC 6761)
+  return std::find(names.begin(), names.end(), h) != names.end();
+}
+
+bool SameOrigin(const httplib::Request& req) {
+  if (!req.has_header("Origin")) return true;
+  const std::string origin = req.get_header_value("Origin");
+  const size_t scheme = origin.find("://");
+  if (scheme == std::string::npos) return false;  // "null" and anything malformed
+  std::string authority = origin.substr(scheme + 3);
+  if (authority.find('/') != std::string::npos) return false;
+  std::string host = req.get_header_value("Host");
+  std::transform(authority.begin(), authority.end(), authority.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+  std::transform(host.begin(), host.end(), host.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+  if (authority == host) return true;
+  // A default port may be left out on one side only.
+  const std::string dflt = origin.rfind("https://", 0) == 0 ? ":443" : ":80";
+  return authority + dflt == host || authority == host + dflt;
 }
 
 void PageHeaders(httplib::Response& res) {

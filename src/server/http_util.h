@@ -1,6 +1,7 @@
 // Small helpers shared by the HTTP route files (control API, WHIP/WHEP).
 #pragma once
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -20,6 +21,16 @@ std::string Caller(const httplib::Request& req);
 bool TimingSafeEqual(const std::string& a, const std::string& b);
 // True when `token` is empty or the request carries "Authorization: Bearer <token>".
 bool BearerOk(const httplib::Request& req, const std::string& token);
+// The host part of a Host header ("a.example:8080" -> "a.example", "[::1]:80" -> "::1"), lower case.
+std::string HostName(const std::string& host_header);
+// DNS rebinding guard: a Host header that names this server: empty (no browser
+// sends that), an IP literal (cannot be rebound), "localhost", or one of
+// `names` (server.allowed_hosts).
+bool HostAllowed(const std::string& host_header, const std::vector<std::string>& names);
+// Cross-site request guard for state-changing routes: no Origin header (not a
+// browser's cross-site request), or an Origin whose host:port is the request's
+// Host (the server's own pages). "null" origins are refused.
+bool SameOrigin(const httplib::Request& req);
 // Security headers for the embedded pages (inline script and style, same-origin calls only).
 void PageHeaders(httplib::Response& res);
 

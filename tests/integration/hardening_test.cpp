@@ -54,5 +54,61 @@ TEST(Hardening, ViewersCannotThrottlePublishers) {
   EXPECT_EQ(server.Stop(), 0);
 }
 
+// Reproduced: with no token (the loopback default), PUT /v1/sessions/s1/privacy {"mode":"bypass"}
+// with Host: evil.example and Content-Type: text/plain was accepted (200, mode bypass), and a
+// cross-origin text/plain POST created a session: any web page could turn anonymization off.
+TEST(Hardening, OtherSitesCannotChangeState) {
+  ServerProcess server({"--allowed-hosts", "veil.example, Relay.Example"});
+  ASSERT_TRUE(server.ok()) << server.log();
+  httplib::Client c("127.0.0.1", server.port());
+  const std::string self = "127.0.0.1:" + std::to_string(server.port());
+  ASSERT_EQ(server.CallJson("POST", "/v1/sessions", {{"id", "s1"}}).status, 201);
+  const std::string bypass = R"({"mode":"bypass"})";
+  auto mode = [&] { return server.Call("GET", "/v1/sessions/s1").body["mode"].get<std::string>(); };
+  // DNS rebinding: another site's name, now resolving to this server.
+  for (const char* host : {"evil.example", "evil.example:8080", "127.0.0.1.evil.example"}) {
+    auto r = c.Put("/v1/sessions/s1/privacy", {{"Host", host}}, bypass, "application/json");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 403) << host << ": " << r->body;
+    auto g = c.Get("/v1/sessions", {{"Host", host}});
+    ASSERT_TRUE(g);
+    EXPECT_EQ(g->status, 403) << "reads too: " << host;
+  }
+  EXPECT_EQ(mode(), "anonymize");
+  // A cross-site "simple" request (no preflight): text/plain body, or another Origin.
+  auto plain = c.Put("/v1/sessions/s1/privacy", bypass, "text/plain");
+  ASSERT_TRUE(plain);
+  EXPECT_EQ(plain->status, 415) << plain->body;
+  auto cross = c.Post("/v1/sessions", {{"Origin", "http://evil.example"}}, R"({"id":"evil"})", "application/json");
+  ASSERT_TRUE(cross);
+  EXPECT_EQ(cross->status, 403) << cross->body;
+  auto null_origin = c.Put("/v1/sessions/s1/privacy", {{"Origin", "null"}}, bypass, "application/json");
+  ASSERT_TRUE(null_origin);
+  EXPECT_EQ(null_origin->status, 403);
+  auto other_port = c.Delete("/v1/sessions/s1", {{"Origin", "http://127.0.0.1:1"}});
+  ASSERT_TRUE(other_port);
+  EXPECT_EQ(other_port->status, 403) << "another port is another origin";
+  EXPECT_EQ(server.Call("GET", "/v1/sessions/evil").status, 404);
+  EXPECT_EQ(mode(), "anonymize");
+  // What stays allowed: the server's own pages (same origin), IP literals, localhost, the configured names.
+  auto same = c.Put("/v1/sessions/s1/privacy", {{"Origin", "http://" + self}}, bypass, "application/json");
+  ASSERT_TRUE(same);
+  EXPECT_EQ(same->status, 200) << same->body;
+  EXPECT_EQ(mode(), "bypass");
+  for (const std::string& host : std::vector<std::string>{self, "localhost:" + std::to_string(server.port()), "[::1]:8080", "veil.example",
+                                 "relay.example:443", "VEIL.EXAMPLE"}) {
+    auto r = c.Get("/v1/sessions", {{"Host", host}});
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200) << host;
+  }
+  // No CORS on the JSON API: only WHIP/WHEP answer cross-origin (their specifications want it).
+  auto list = c.Get("/v1/sessions", {{"Origin", "http://evil.example"}});
+  ASSERT_TRUE(list);
+  EXPECT_FALSE(list->has_header("Access-Control-Allow-Origin"));
+  EXPECT_EQ(server.Stop(), 0);
+  ServerProcess bad({"--allowed-hosts", "evil example"});
+  EXPECT_FALSE(bad.ok()) << "a malformed host name is a start-up error";
+}
+
 }  // namespace
 }  // namespace veil::test
