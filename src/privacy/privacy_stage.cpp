@@ -156,10 +156,19 @@ FrameReport PrivacyStage::Process(Frame& f) {
   }
 
   double t0 = NowMs();
+  // A new picture size (a publisher that changed resolution): every track is in
+  // the old geometry. Start over as at a scene cut, whatever scene_cut says.
+  const bool resized = last_w_ > 0 && (f.width != last_w_ || f.height != last_h_);
+  last_w_ = f.width;
+  last_h_ = f.height;
+  if (resized) {
+    tracker_.Reset();
+    ++counters_.resolution_changes;
+  }
   tracker_.Predict();
   r.ms_track = NowMs() - t0;
   ++frames_since_detect_;
-  r.scene_cut = cfg_.scene_cut && SceneCut(f);
+  r.scene_cut = (cfg_.scene_cut && SceneCut(f)) || resized;
   if (r.scene_cut) {
     ++counters_.scene_cuts;
     if (sched_) {

@@ -60,6 +60,7 @@ struct FrameReport {
 struct PrivacyCounters {
   int64_t frames = 0, detections_run = 0, detect_failures = 0, fail_closed = 0, scene_cuts = 0;
   int64_t results_dropped = 0;  // async: stale or superseded in the scheduler
+  int64_t resolution_changes = 0;  // the picture size changed: tracks dropped, treated as a scene cut
 };
 
 class PrivacyStage {
@@ -105,6 +106,7 @@ class PrivacyStage {
   int64_t last_result_frame_ = -1;  // frame index of the last successful detection
   int64_t frames_since_detect_ = int64_t(1) << 40;  // "long ago": the first frame is due
   int every_ = 1;
+  int last_w_ = 0, last_h_ = 0;  // the previous frame's size
   double detect_ms_ema_ = 0;
   bool have_thumb_ = false;
   std::array<uint8_t, kThumbW * kThumbH> thumb_{};

@@ -255,6 +255,12 @@ void LiveSession::ProcessOne(Decoded& item) {
   m_track_->Observe(rep.ms_track);
   m_mosaic_->Observe(rep.ms_mosaic);
   const double t1 = NowMs();
+  if (encoder_ && (f.width != out_w_ || f.height != out_h_)) {
+    // The publisher changed resolution (a browser adapting to CPU or bandwidth, an encoder
+    // restart): a new encoder at the new size, whose first frame is a keyframe.
+    encoder_.reset();
+    ++resolution_changes_;
+  }
   if (!encoder_) {
     VideoInfo vi;
     vi.width = f.width;
@@ -268,6 +274,8 @@ void LiveSession::ProcessOne(Decoded& item) {
       return;
     }
     encoder_ = std::move(*e);
+    out_w_ = f.width;
+    out_h_ = f.height;
   }
   f.pts = item.rtp_ts;
   std::vector<EncodedFrame> packets;
@@ -355,6 +363,9 @@ LiveSessionStats LiveSession::stats() const {
   s.frames_out = frames_out_;
   s.stale_drops = stale_;
   s.decode_errors = decode_errors_;
+  s.width = out_w_;
+  s.height = out_h_;
+  s.resolution_changes = resolution_changes_;
   s.viewers = sender_->viewers();
   s.viewer_drops = sender_->viewer_drops();
   s.viewer_detail = sender_->viewer_stats();

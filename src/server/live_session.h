@@ -64,6 +64,8 @@ struct StageSummary {
 
 struct LiveSessionStats {
   uint64_t frames_in = 0, frames_out = 0, stale_drops = 0, decode_errors = 0, viewers = 0, viewer_drops = 0;
+  int width = 0, height = 0;         // of the last frame sent (0: none yet)
+  uint64_t resolution_changes = 0;   // the encoder was re-opened at a new size
   PrivacyCounters privacy;
   RtpReceiverStats rtp;
   UdpRelayStats audio;
@@ -153,7 +155,9 @@ class LiveSession {
   std::unique_ptr<RtpSender> sender_;
   std::unique_ptr<UdpRelay> audio_;
   std::unique_ptr<VideoDecoder> decoder_;     // receiver thread only
-  std::unique_ptr<VideoEncoder> encoder_;     // worker thread only (created on the first frame)
+  std::unique_ptr<VideoEncoder> encoder_;     // worker thread only (created on the first frame, re-opened at a new size)
+  std::atomic<int> out_w_{0}, out_h_{0};      // the encoder's size
+  std::atomic<uint64_t> resolution_changes_{0};
   std::unique_ptr<PrivacyStage> privacy_;     // worker thread only
   LatestQueue<Decoded> queue_;
   std::thread worker_;

@@ -513,6 +513,11 @@ void SessionManager::Housekeeping() {
       for (auto& [id, e] : sessions_) {
         if (!e.session) continue;
         const LiveSessionStats st = e.session->Tick();
+        if (st.resolution_changes > e.resolution_changes) {
+          e.resolution_changes = st.resolution_changes;
+          AddEvent("resolution_changed", id, std::to_string(st.width) + "x" + std::to_string(st.height) +
+                                                 " (the encoder re-opened at a keyframe)");
+        }
         if (!st.web_viewers.empty()) {
           auto dead = e.session->DeadWebViewers(deps_.server.webrtc.connect_timeout_ms);
           if (!dead.empty()) {

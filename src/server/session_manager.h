@@ -122,6 +122,7 @@ class SessionManager {
     SessionInfo info;  // static part (viewers kept current)
     uint64_t sched_id = 0;
     int next_viewer = 1;
+    uint64_t resolution_changes = 0;  // seen by housekeeping (an event each)
   };
   SessionManager(const ServerDeps& d, MetricsRegistry* m);
   void Housekeeping();

@@ -160,6 +160,29 @@ TEST(PrivacyStage, SceneCutForcesDetection) {
   EXPECT_TRUE(rep.detected);
 }
 
+// A publisher that changes resolution: the tracks (in the old geometry) go, and the new size is
+// detected on its first frame, even with scene-cut detection off and far from the cadence.
+TEST(PrivacyStage, ResolutionChangeDropsTracksAndDetectsAtOnce) {
+  FakeDetector d;
+  d.boxes = {{{120, 60, 20, 20}, 0.9f}};  // 160x90 space: the bottom-right corner at 320x180
+  auto c = Cfg(10);
+  c.max_result_age_ms = 1000;
+  PrivacyStage s(c, &d);
+  auto a = Textured(320, 180, 0);
+  ASSERT_EQ(s.Process(*a).rects.size(), 1u);
+  d.boxes = {{{10, 10, 10, 10}, 0.9f}};  // the new picture's face, elsewhere
+  auto b = Textured(640, 360, 1);
+  const auto rep = s.Process(*b);
+  EXPECT_TRUE(rep.detected) << "the first frame of the new size is detected";
+  EXPECT_TRUE(rep.scene_cut);
+  EXPECT_EQ(s.counters().resolution_changes, 1);
+  ASSERT_EQ(rep.rects.size(), 1u) << "only the new detection is masked: the old track was dropped";
+  EXPECT_LT(rep.rects[0].x1, 200) << "the new box, at the new scale (top-left)";
+  auto c2 = Textured(640, 360, 2);
+  EXPECT_FALSE(s.Process(*c2).detected) << "same size again: back to the cadence";
+  EXPECT_EQ(s.counters().resolution_changes, 1);
+}
+
 TEST(PrivacyStage, ModeSwitchTakesEffectOnTheNextFrame) {
   FakeDetector d;
   PrivacyStage s(Cfg(), &d);
