@@ -5,6 +5,8 @@
 
 #include "core/clock.h"
 
+#include <algorithm>
+#include <cmath>
 #include <future>
 #include <mutex>
 
@@ -111,6 +113,19 @@ GstPadProbeReturn RtpReceiver::OnRtp(GstPad*, GstPadProbeInfo* info, gpointer se
   return GST_PAD_PROBE_OK;
 }
 
+namespace {
+// A packet of the latched SSRC that cannot belong to the stream so far: its sequence number
+// is far outside loss and reordering (more than 100 behind or 3000 ahead), or its timestamp
+// is more than 5 s away from where the pause since the last packet would put it.
+bool Discontinuous(uint16_t seq, uint32_t ts, double now_ms, uint16_t last_seq, uint32_t last_ts, double last_ms) {
+  const int d_seq = int16_t(uint16_t(seq - last_seq));
+  if (d_seq < -100 || d_seq > 3000) return true;
+  const double expected = (now_ms - last_ms) * 90.0;  // 90 kHz video clock
+  const double d_ts = double(int32_t(ts - last_ts));
+  return std::abs(d_ts - expected) > 5 * 90000.0;
+}
+}  // namespace
+
 GstPadProbeReturn RtpReceiver::OnArrival(GstPad*, GstPadProbeInfo* info, gpointer self) {
   auto* r = static_cast<RtpReceiver*>(self);
   GstBuffer* buf = GST_PAD_PROBE_INFO_BUFFER(info);
@@ -145,19 +160,55 @@ GstPadProbeReturn RtpReceiver::OnArrival(GstPad*, GstPadProbeInfo* info, gpointe
   } else if (ssrc != r->ssrc_) {
     ++r->foreign_;
     return GST_PAD_PROBE_DROP;
+  } else if (r->established_ && Discontinuous(seq, ts, now, r->last_seq_, r->last_ts_, r->ssrc_last_ms_)) {
+    // The same SSRC from a new sequence and timestamp base: a publisher that restarted with a
+    // fixed SSRC (ffmpeg -ssrc, an encoder restart). The jitter buffer would take its packets
+    // for late ones of the old stream (it does not start over on a new base or a new SSRC):
+    // they are renumbered to go on from the old stream, timestamps advanced by the pause.
+    // Taken at once after a pause (>= 100 ms), else when the next packet continues the new
+    // sequence.
+    const bool paused = now - r->ssrc_last_ms_ >= 100;
+    if (!paused && !(r->candidate_ && seq == uint16_t(r->candidate_seq_ + 1))) {
+      r->candidate_ = true;
+      r->candidate_seq_ = seq;
+      ++r->foreign_;
+      return GST_PAD_PROBE_DROP;
+    }
+    r->seq_offset_ = uint16_t(r->last_out_seq_ + 1 - seq);
+    const uint32_t gap = uint32_t(std::max(3000.0, (now - r->ssrc_last_ms_) * 90.0));
+    r->ts_offset_ = r->last_out_ts_ + gap - ts;
+    ++r->restarts_;
+    r->candidate_ = false;
+    r->established_ = false;
+    r->run_ = 1;
   } else if (seq == uint16_t(r->last_seq_ + 1)) {
     if (++r->run_ >= 8) r->established_ = true;
   } else if (!r->established_) {
     r->run_ = 1;
   }
   r->last_seq_ = seq;
+  r->last_ts_ = ts;
   r->ssrc_last_ms_ = now;
+  const uint16_t out_seq = uint16_t(seq + r->seq_offset_);
+  const uint32_t out_ts = ts + r->ts_offset_;
+  if (r->seq_offset_ != 0 || r->ts_offset_ != 0) {  // after a same-SSRC restart
+    buf = gst_buffer_make_writable(buf);
+    GST_PAD_PROBE_INFO_DATA(info) = buf;
+    GstRTPBuffer w = GST_RTP_BUFFER_INIT;
+    if (gst_rtp_buffer_map(buf, GST_MAP_WRITE, &w)) {
+      gst_rtp_buffer_set_seq(&w, out_seq);
+      gst_rtp_buffer_set_timestamp(&w, out_ts);
+      gst_rtp_buffer_unmap(&w);
+    }
+  }
+  r->last_out_seq_ = out_seq;
+  r->last_out_ts_ = out_ts;
   {
     std::lock_guard lk(r->ts_mu_);
     // A frame's packets arrive together: only a new timestamp starts an entry.
     const ArrivalEntry& newest = r->arrival_ring_[(r->arrival_next_ + 63) % 64];
-    if (newest.rtp == ts && newest.ms > 0) return GST_PAD_PROBE_OK;
-    r->arrival_ring_[r->arrival_next_] = {ts, now};
+    if (newest.rtp == out_ts && newest.ms > 0) return GST_PAD_PROBE_OK;
+    r->arrival_ring_[r->arrival_next_] = {out_ts, now};
     r->arrival_next_ = (r->arrival_next_ + 1) % 64;
   }
   return GST_PAD_PROBE_OK;
@@ -195,6 +246,7 @@ RtpReceiverStats RtpReceiver::stats() const {
   s.frames = frames_.load();
   s.foreign = foreign_.load();
   s.ssrc_changes = ssrc_changes_.load();
+  s.restarts = restarts_.load();
   if (!jitterbuffer_) return s;
   GstStructure* st = nullptr;
   g_object_get(jitterbuffer_, "stats", &st, nullptr);

@@ -35,6 +35,7 @@ struct RtpReceiverStats {
   uint64_t frames = 0;    // complete compressed frames delivered
   uint64_t foreign = 0;   // dropped before the jitter buffer: not RTP, other payload type, other SSRC
   uint64_t ssrc_changes = 0;  // the publisher restarted with a new SSRC
+  uint64_t restarts = 0;      // the publisher restarted with its SSRC: new sequence and timestamp bases
 };
 
 class RtpReceiver {
@@ -80,9 +81,18 @@ class RtpReceiver {
   bool latched_ = false, established_ = false;
   uint32_t ssrc_ = 0;
   uint16_t last_seq_ = 0;
+  uint32_t last_ts_ = 0;
   int run_ = 0;  // packets in sequence since the latch
   double ssrc_last_ms_ = 0;
-  std::atomic<uint64_t> foreign_{0}, ssrc_changes_{0};
+  // After a restart with the same SSRC, sequence numbers and timestamps are rewritten to go
+  // on from the old stream's (as an SFU does), so the jitter buffer sees one stream. A
+  // candidate restart that follows the old stream without a pause must be confirmed by its
+  // next packet.
+  uint16_t seq_offset_ = 0, last_out_seq_ = 0;
+  uint32_t ts_offset_ = 0, last_out_ts_ = 0;
+  bool candidate_ = false;
+  uint16_t candidate_seq_ = 0;
+  std::atomic<uint64_t> foreign_{0}, ssrc_changes_{0}, restarts_{0};
 };
 
 }  // namespace veil

@@ -14,6 +14,7 @@ Status Validate(const RtpSenderConfig& c) {
   if (c.mtu < 200 || c.mtu > 9000) return Status::Error("RTP MTU must be in [200, 9000]");
   if (c.viewer_queue_frames < 1 || c.viewer_queue_frames > 256)
     return Status::Error("viewer queue must hold 1..256 frames");
+  if (c.seqnum_offset < -1 || c.seqnum_offset > 65535) return Status::Error("RTP seqnum offset must be -1 or 0..65535");
   return Status::Ok();
 }
 
@@ -26,7 +27,8 @@ Result<std::unique_ptr<RtpSender>> RtpSender::Start(const RtpSenderConfig& c) {
       std::string("appsrc name=src is-live=true format=time do-timestamp=false caps=") +
       (vp8 ? "video/x-vp8" : "video/x-h264,stream-format=byte-stream,alignment=au") + " ! " +
       (vp8 ? "rtpvp8pay" : "rtph264pay config-interval=-1") + " name=pay pt=" + std::to_string(c.payload_type) +
-      " mtu=" + std::to_string(c.mtu) + " ! appsink name=sink sync=false async=false emit-signals=false";
+      " mtu=" + std::to_string(c.mtu) + (c.ssrc ? " ssrc=" + std::to_string(c.ssrc) : std::string()) +
+      (c.seqnum_offset >= 0 ? " seqnum-offset=" + std::to_string(c.seqnum_offset) : std::string()) + " ! appsink name=sink sync=false async=false emit-signals=false";
   auto p = GstPipeline::Parse(desc);
   if (!p) return p.status();
   std::unique_ptr<RtpSender> s(new RtpSender());

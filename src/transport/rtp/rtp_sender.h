@@ -21,6 +21,8 @@ struct RtpSenderConfig {
   int payload_type = 96;
   int mtu = 1200;
   size_t viewer_queue_frames = 8;  // per viewer; beyond it the viewer drops to the next keyframe
+  uint32_t ssrc = 0;               // 0: random
+  int seqnum_offset = -1;          // first sequence number; -1: random
   Fanout::OnSent on_sent;          // after a viewer sent a frame's last packet (viewer thread)
   Fanout::OnDrop on_drop;          // a viewer dropped and waits for a keyframe
 };
