@@ -151,6 +151,11 @@ ApiError SessionManager::Create(const CreateSpec& spec, const std::string& calle
 
   std::string id = spec.id;
   uint64_t sched_id = 0;
+  if (!id.empty()) {  // the id's previous session is still being destroyed: wait for it (bounded)
+    std::unique_lock el(ending_mu_);
+    if (!ending_cv_.wait_for(el, std::chrono::seconds(3), [&] { return !ending_.count(id); }))
+      return {503, "session '" + id + "' is still ending: retry"};
+  }
   {
     std::lock_guard lk(mu_);
     if (draining_) return {503, "the server is shutting down"};
@@ -164,6 +169,8 @@ ApiError SessionManager::Create(const CreateSpec& spec, const std::string& calle
       while (sessions_.count(id));
     } else if (sessions_.count(id)) {
       return {409, "session '" + id + "' already exists"};
+    } else if (std::lock_guard el(ending_mu_); ending_.count(id)) {
+      return {503, "session '" + id + "' is still ending: retry"};
     }
     ++creating_;
     sched_id = next_sched_id_++;
@@ -171,7 +178,12 @@ ApiError SessionManager::Create(const CreateSpec& spec, const std::string& calle
   }
   // Assigned now (stable); with no healthy target the session still starts, fail-closed until one is up.
   const std::string target = router_->Attach(sched_id, id);
-  Result<std::unique_ptr<LiveSession>> s = LiveSession::Start(id, c, router_.get(), sched_id, metrics_);
+  Result<std::unique_ptr<LiveSession>> s = Status::Error("not started");
+  try {
+    s = LiveSession::Start(id, c, router_.get(), sched_id, metrics_);
+  } catch (const std::exception& ex) {  // the reserved id and slot are given back below
+    s = Status::Error(std::string("exception: ") + ex.what());
+  }
   std::unique_lock lk(mu_);
   --creating_;
   if (!s || draining_) {
@@ -183,7 +195,14 @@ ApiError SessionManager::Create(const CreateSpec& spec, const std::string& calle
     return {503, "the server is shutting down"};
   }
   Entry& e = sessions_[id];
-  e.session = std::move(*s);
+  // The last owner's release (the table's, or a WebRTC negotiation's) destroys the session and
+  // then frees its id for a new session.
+  e.session = std::shared_ptr<LiveSession>(s->release(), [this, id](LiveSession* p) {
+    delete p;
+    std::lock_guard el(ending_mu_);
+    ending_.erase(id);
+    ending_cv_.notify_all();
+  });
   e.sched_id = sched_id;
   e.info.id = id;
   e.info.codec = c.codec;
@@ -222,6 +241,8 @@ std::shared_ptr<LiveSession> SessionManager::Take(const std::string& id, const s
     s = std::move(it->second.session);
     router_->Detach(it->second.sched_id);
     sessions_.erase(it);
+    std::lock_guard el(ending_mu_);
+    ending_.insert(id);  // until the session is destroyed (its deleter)
     m_sessions_->Set(double(sessions_.size()));
   }
   const LiveSessionStats st = s->stats();

@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -142,6 +143,12 @@ class SessionManager {
   std::map<std::string, Entry> sessions_;  // guarded by mu_
   int creating_ = 0;                       // guarded by mu_: sessions being started (count toward the limit)
   bool draining_ = false;                  // guarded by mu_
+  // Ids whose session left the table but is still being destroyed: its metric
+  // series are removed when it is, so a new session may not take the id before
+  // (it would get those series and have them freed under it). Lock order: mu_, then ending_mu_.
+  std::mutex ending_mu_;
+  std::condition_variable ending_cv_;
+  std::set<std::string> ending_;  // guarded by ending_mu_
   uint64_t next_sched_id_ = 1;             // guarded by mu_
   mutable std::mutex ev_mu_;
   std::deque<Event> events_;  // guarded by ev_mu_

@@ -4,6 +4,10 @@
 
 #include <httplib.h>
 
+#include <atomic>
+#include <chrono>
+#include <thread>
+
 #include "server_process.h"
 
 namespace veil::test {
@@ -108,6 +112,43 @@ TEST(Hardening, OtherSitesCannotChangeState) {
   EXPECT_EQ(server.Stop(), 0);
   ServerProcess bad({"--allowed-hosts", "evil example"});
   EXPECT_FALSE(bad.ok()) << "a malformed host name is a start-up error";
+}
+
+// Suspected, settled: a session created with the id of one still being destroyed got that
+// session's metric series (the registry returns the existing ones), which the old session's
+// destructor then removed, freeing them under the new one. Seen as a live session missing from
+// /metrics (and a use-after-free under ASan). Now the new session waits for the old one's end.
+TEST(Hardening, ANewSessionNeverInheritsTheMetricsOfOneBeingDestroyed) {
+  ServerProcess server({});
+  ASSERT_TRUE(server.ok()) << server.log();
+  const std::string series = "veil_session_frames_received_total{session=\"s1\"}";
+  int missing = 0, rounds = 0;
+  for (; rounds < 40 && server.alive(); ++rounds) {
+    ASSERT_EQ(server.CallJson("POST", "/v1/sessions", {{"id", "s1"}}).status, 201);
+    std::atomic<bool> deleted{false};
+    std::thread del([&] {
+      ServerProcess* s = &server;
+      httplib::Client c("127.0.0.1", s->port());
+      c.Delete("/v1/sessions/s1");
+      deleted = true;
+    });
+    httplib::Client c("127.0.0.1", server.port());
+    int created = 0;
+    for (int i = 0; i < 400 && created != 201; ++i) {  // races the deletion for the id
+      auto r = c.Post("/v1/sessions", R"({"id":"s1"})", "application/json");
+      created = r ? r->status : 0;
+      if (created != 201) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    del.join();
+    ASSERT_EQ(created, 201);
+    const Reply m = server.Call("GET", "/metrics");
+    missing += m.text.find(series) == std::string::npos;
+    ASSERT_EQ(server.Call("DELETE", "/v1/sessions/s1").status, 204);
+  }
+  EXPECT_TRUE(server.alive()) << server.log();
+  EXPECT_EQ(missing, 0) << "a live session's metric series were removed under it in " << missing << " of " << rounds
+                        << " rounds";
+  EXPECT_EQ(server.Stop(), 0);
 }
 
 }  // namespace
