@@ -64,6 +64,7 @@ Result<std::unique_ptr<VideoDecoder>> VideoDecoder::Open(const std::string& code
   std::unique_ptr<VideoDecoder> d(new VideoDecoder());
   d->ctx_ = avcodec_alloc_context3(c);
   d->ctx_->thread_count = threads;
+  d->ctx_->max_pixels = kMaxLivePixels;  // a publisher's absurd size is refused before allocation
   const int err = avcodec_open2(d->ctx_, c, nullptr);
   if (err < 0) return Status::Error("cannot open " + codec + " decoder: " + AvError(err));
   d->frame_ = av_frame_alloc();

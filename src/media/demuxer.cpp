@@ -30,7 +30,7 @@ Result<std::unique_ptr<Demuxer>> Demuxer::Open(const std::string& path) {
   std::unique_ptr<Demuxer> d(new Demuxer());
   d->impl_ = std::make_unique<Impl>();
   Impl& m = *d->impl_;
-  int err = avformat_open_input(&m.fmt, path.c_str(), nullptr, nullptr);
+  int err = OpenLocalInput(&m.fmt, path);
   if (err < 0) return Status::Error("cannot open " + path + ": " + AvError(err));
   if ((err = avformat_find_stream_info(m.fmt, nullptr)) < 0)
     return Status::Error("cannot read stream info of " + path + ": " + AvError(err));

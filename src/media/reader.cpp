@@ -18,7 +18,7 @@ Result<std::unique_ptr<MediaReader>> MediaReader::Open(const std::string& path, 
   r->max_corrupt_ = o.max_corrupt_packets;
   r->impl_ = std::make_unique<Impl>();
   Impl& m = *r->impl_;
-  int err = avformat_open_input(&m.fmt, path.c_str(), nullptr, nullptr);
+  int err = OpenLocalInput(&m.fmt, path);
   if (err < 0) return Status::Error("cannot open " + path + ": " + AvError(err));
   if ((err = avformat_find_stream_info(m.fmt, nullptr)) < 0)
     return Status::Error("cannot read stream info of " + path + ": " + AvError(err));
@@ -33,6 +33,7 @@ Result<std::unique_ptr<MediaReader>> MediaReader::Open(const std::string& path, 
   m.dec = avcodec_alloc_context3(codec);
   avcodec_parameters_to_context(m.dec, st->codecpar);
   m.dec->thread_count = o.decoder_threads;
+  m.dec->max_pixels = kMaxFilePixels;
   if ((err = avcodec_open2(m.dec, codec, nullptr)) < 0)
     return Status::Error("cannot open " + std::string(codec->name) + " decoder: " + AvError(err));
   m.pkt = av_packet_alloc();

@@ -2,7 +2,11 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <httplib.h>
+
+#include <atomic>
 #include <filesystem>
+#include <thread>
 #include <fstream>
 #include <sstream>
 
@@ -185,6 +189,36 @@ TEST(Cli, OutputIsNeverTheInputAndOnlyAFinishedFileTakesItsName) {
   ASSERT_TRUE(rd.ok()) << rd.error();
   EXPECT_TRUE(PartialFiles(dir).empty());
   EXPECT_TRUE(ReadAll(in) == original);
+  std::filesystem::remove_all(dir);
+}
+
+// Issue 13: avformat_open_input had no protocol whitelist: an input (or a playlist inside a
+// file) could make veil fetch URLs. Inputs are local files only; the server here counts what
+// veil asked of it.
+TEST(Cli, InputsAreLocalFilesOnly) {
+  httplib::Server web;
+  std::atomic<int> asked{0};
+  const std::string clip = ReadAll(Media("sample_360p30.ivf"));
+  web.Get("/clip.ivf", [&](const httplib::Request&, httplib::Response& res) {
+    ++asked;
+    res.set_content(clip, "video/x-ivf");
+  });
+  const int port = web.bind_to_any_port("127.0.0.1");
+  ASSERT_GT(port, 0);
+  std::thread serving([&] { web.listen_after_bind(); });
+  const std::string dir = test::TempPath("local-only");
+  std::filesystem::create_directories(dir);
+  const std::string url = "http://127.0.0.1:" + std::to_string(port) + "/clip.ivf";
+  { std::ofstream(dir + "/list.m3u8") << "#EXTM3U\n#EXT-X-TARGETDURATION:10\n#EXTINF:9,\n" << url << "\n#EXT-X-ENDLIST\n"; }
+  for (const std::string& in : {url, dir + "/list.m3u8"}) {
+    auto r = RunVeil("anonymize " + in + " -o " + dir + "/out.ivf --mode full_blur");
+    EXPECT_NE(r.rc, 0) << in << "\n" << r.out;
+    EXPECT_LT(r.rc, 128) << r.out;
+  }
+  web.stop();
+  serving.join();
+  EXPECT_EQ(asked.load(), 0) << "veil fetched a URL";
+  EXPECT_FALSE(std::filesystem::exists(dir + "/out.ivf"));
   std::filesystem::remove_all(dir);
 }
 

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <variant>
 
 #include "media/reader.h"
@@ -81,6 +82,40 @@ TEST(LiveCodecs, DecoderSurvivesGarbageAndResumesOnAKeyframe) {
   ASSERT_TRUE((*dec)->Decode(packets[1].data.data(), packets[1].data.size(), 1, out).ok());
   EXPECT_EQ(out.size(), 1u);
   EXPECT_GE((*dec)->errors(), 2);
+}
+
+// Issue 13: the live decoder had no max_pixels, so a stream declaring a huge picture (an H.264
+// SPS of 16384x16384) was allocated before any size check. A picture over 4096x2304 is refused
+// (here 4352x2448, 10.7 MP), and the decoder goes on with a normal stream.
+TEST(LiveCodecs, LiveDecoderRefusesPicturesOver4K) {
+  for (const std::string codec : {"h264", "vp8"}) {
+    SCOPED_TRACE(codec);
+    std::vector<EncodedFrame> huge;
+    {
+      auto enc = VideoEncoder::Open(codec, test::SmallVideo(4352, 2448), {});
+      ASSERT_TRUE(enc.ok()) << enc.error();
+      FramePtr f = MakeFrame(4352, 2448);
+      for (const Plane* p : {&f->y, &f->u, &f->v})
+        for (int y = 0; y < p->height; ++y) std::memset(p->row(y), p == &f->y ? 16 : 128, size_t(p->width));
+      ASSERT_TRUE((*enc)->Encode(*f, true, huge).ok());
+      ASSERT_TRUE((*enc)->Flush(huge).ok());
+      ASSERT_FALSE(huge.empty());
+    }
+    auto dec = VideoDecoder::Open(codec, 1);
+    ASSERT_TRUE(dec.ok());
+    std::vector<FramePtr> out;
+    EXPECT_FALSE((*dec)->Decode(huge[0].data.data(), huge[0].data.size(), 0, out).ok());
+    EXPECT_TRUE(out.empty());
+    VideoInfo vi;
+    auto frames = ReadFrames(test::Media("sample_360p30.ivf"), 1, &vi);
+    auto enc = VideoEncoder::Open(codec, vi, {});
+    std::vector<EncodedFrame> ok;
+    ASSERT_TRUE((*enc)->Encode(*frames[0], true, ok).ok());
+    ASSERT_TRUE((*enc)->Flush(ok).ok());
+    EXPECT_TRUE((*dec)->Decode(ok[0].data.data(), ok[0].data.size(), 1, out).ok());
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_EQ(out[0]->width, vi.width);
+  }
 }
 
 TEST(LiveCodecs, RejectsUnknownCodecsAndWrongSizes) {
