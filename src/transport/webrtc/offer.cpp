@@ -1,5 +1,7 @@
 #include "transport/webrtc/offer.h"
 
+#include <arpa/inet.h>
+
 #include <algorithm>
 #include <cctype>
 #include <charconv>
@@ -7,6 +9,30 @@
 
 namespace veil {
 namespace {
+
+constexpr int kMaxCandidates = 8;  // kept per offer: each one is a target of the server's STUN checks
+
+// Whether the server may send ICE connectivity checks to a candidate (fields of a=candidate:
+// foundation component transport priority address port typ type ...). UDP only. Pinned to
+// loopback: 127.0.0.1 only. Otherwise a unicast IPv4 address a remote peer can have (not
+// loopback, unspecified, link-local, multicast or broadcast: an offer must not steer the
+// server's checks at the host itself, cloud metadata services or whole segments) on an
+// unprivileged port (>= 1024: not DNS, NTP or other services a check could be reflected off).
+bool CandidateAllowed(const std::vector<std::string>& f, bool loopback_only) {
+  if (f.size() < 8) return false;
+  std::string transport = f[2];
+  std::transform(transport.begin(), transport.end(), transport.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+  if (transport != "udp") return false;
+  if (loopback_only) return f[4] == "127.0.0.1";
+  in_addr a{};
+  if (inet_pton(AF_INET, f[4].c_str(), &a) != 1) return false;  // names (mDNS .local), IPv6
+  const uint32_t ip = ntohl(a.s_addr);
+  const uint8_t first = uint8_t(ip >> 24);
+  if (first == 0 || first == 127 || first >= 224 || (ip >> 16) == 0xa9fe) return false;  // 0/8, 127/8, 224/3, 169.254/16
+  int port = 0;
+  const auto r = std::from_chars(f[5].data(), f[5].data() + f[5].size(), port);
+  return r.ec == std::errc() && r.ptr == f[5].data() + f[5].size() && port >= 1024 && port <= 65535;
+}
 
 constexpr const char* kTwccUri = "http://www.ietf.org/id/draft-holmer-rmcat-transport-wide-cc-extensions-01";
 
@@ -162,10 +188,7 @@ Result<Offer> ParseOffer(const std::string& text, const OfferRules& rules, bool*
       else if (name == "ice-pwd") (r ? r->has_pwd : session_pwd) = !value.empty();
       else if (name == "fingerprint") (r ? r->has_fingerprint : session_fp) = !value.empty();
       else if (name == "candidate") {
-        // foundation component transport priority address port "typ" type ...
-        const std::vector<std::string> f = Split(value, ' ');
-        const bool udp = f.size() >= 8 && Lower(f[2]) == "udp";
-        keep = udp && (!rules.loopback_only || f[4] == "127.0.0.1");
+        keep = offer.candidates_kept < kMaxCandidates && CandidateAllowed(Split(value, ' '), rules.loopback_only);
         ++(keep ? offer.candidates_kept : offer.candidates_dropped);
       } else if (r) {
         if (name == "mid") r->m.mid = value;

@@ -42,7 +42,8 @@ struct OfferRules {
   // them (the offerer's preference). A viewer's offer must include the
   // session's codec: give just that one.
   std::vector<std::string> video_codecs{"vp8", "h264"};
-  // Candidates kept: UDP only; with loopback_only, 127.0.0.1 only.
+  // Candidates kept: UDP only, 8 at most; with loopback_only, 127.0.0.1 only, else unicast
+  // IPv4 addresses that are not loopback, link-local, multicast or broadcast, on ports >= 1024.
   bool loopback_only = true;
 };
 

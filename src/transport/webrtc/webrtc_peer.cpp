@@ -1,5 +1,8 @@
 #include "transport/webrtc/webrtc_peer.h"
 
+#include <algorithm>
+#include <cctype>
+
 #include <agent.h>
 #include <gst/sdp/sdp.h>
 
@@ -47,6 +50,21 @@ void WarmUpWebRtc() {
   if (GstElement* e = gst_element_factory_make("dtlssrtpdec", nullptr)) gst_object_unref(e);
 }
 
+namespace {
+// An fmtp parameter may add to the caps, never replace what they are built from (payload type,
+// clock rate, SSRC, the feedback and extension fields), and its name must be a valid caps field.
+bool FmtpKeyAllowed(const std::string& k) {
+  static const char* kReserved[] = {"media", "encoding-name", "encoding-params", "clock-rate", "payload", "ssrc",
+                                    "timestamp-offset", "seqnum-offset", "seqnum-base", "clock-base", "npt-start",
+                                    "npt-stop", "play-speed", "play-scale"};
+  if (k.empty() || k.size() > 64 || !std::isalpha(static_cast<unsigned char>(k[0]))) return false;
+  for (char c : k)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_') return false;
+  if (k.rfind("rtcp-fb-", 0) == 0 || k.rfind("extmap-", 0) == 0) return false;
+  return std::none_of(std::begin(kReserved), std::end(kReserved), [&](const char* r) { return k == r; });
+}
+}  // namespace
+
 GstCaps* CodecCaps(const OfferMedia& m, uint32_t ssrc) {
   const OfferCodec& c = m.chosen;
   GstCaps* caps = gst_caps_new_simple("application/x-rtp", "media", G_TYPE_STRING, m.kind.c_str(), "encoding-name",
@@ -63,7 +81,8 @@ GstCaps* CodecCaps(const OfferMedia& m, uint32_t ssrc) {
     std::string kv = f.substr(pos, end - pos);
     kv.erase(0, kv.find_first_not_of(' '));
     const size_t eq = kv.find('=');
-    if (eq != std::string::npos && eq > 0) gst_structure_set(s, kv.substr(0, eq).c_str(), G_TYPE_STRING, kv.substr(eq + 1).c_str(), nullptr);
+    if (eq != std::string::npos && FmtpKeyAllowed(kv.substr(0, eq)))
+      gst_structure_set(s, kv.substr(0, eq).c_str(), G_TYPE_STRING, kv.substr(eq + 1).c_str(), nullptr);
     pos = end + 1;
   }
   if (m.kind == "video") {

@@ -4,7 +4,12 @@
 
 #include <gtest/gtest.h>
 
+#include <gst/gst.h>
+
 #include <string>
+
+#include "transport/gst_util.h"
+#include "transport/webrtc/webrtc_peer.h"
 
 namespace veil {
 namespace {
@@ -71,13 +76,46 @@ TEST(Offer, TakesCodecsFeedbackAndOnlyLoopbackUdpCandidates) {
   EXPECT_EQ(o->sdp.find("192.168.1.5"), std::string::npos);
   EXPECT_EQ(o->sdp.find(" tcp "), std::string::npos);
   EXPECT_NE(o->sdp.find("127.0.0.1 50000"), std::string::npos);
-  // Not pinned to loopback: other UDP addresses stay, TCP never does.
+  // Not pinned to loopback: other UDP addresses stay, TCP never does, nor the host's own loopback.
   OfferRules any;
   any.loopback_only = false;
   auto o2 = ParseOffer(ChromeLikeOffer(), any);
   ASSERT_TRUE(o2.ok());
-  EXPECT_EQ(o2->candidates_kept, 2);
+  EXPECT_EQ(o2->candidates_kept, 1);
   EXPECT_NE(o2->sdp.find("192.168.1.5"), std::string::npos);
+}
+
+// Issue 13: with a public ice_address, an offer's candidates steered the server's STUN checks to
+// any host. Kept now: unicast IPv4, not loopback / link-local / multicast / broadcast /
+// unspecified, ports >= 1024, 8 at most.
+TEST(Offer, CandidatesCannotSteerChecksAnywhere) {
+  std::string cands;
+  int n = 0;
+  auto add = [&](const std::string& addr, int port) {
+    cands += "a=candidate:" + std::to_string(++n) + " 1 udp 2113937151 " + addr + " " + std::to_string(port) +
+             " typ host generation 0\r\n";
+  };
+  add("169.254.169.254", 50000);  // cloud metadata
+  add("127.0.0.1", 50000);        // the server itself
+  add("0.0.0.0", 50000);
+  add("224.0.0.251", 5353);
+  add("255.255.255.255", 50000);
+  add("8.8.8.8", 53);             // a service to reflect checks off
+  add("abcd.local", 50000);       // mDNS name
+  add("::1", 50000);
+  for (int i = 0; i < 10; ++i) add("203.0.113." + std::to_string(10 + i), 40000 + i);  // 10 good ones
+  std::string offer = ChromeLikeOffer();
+  offer.insert(offer.find("a=end-of-candidates"), cands);
+  OfferRules rules;
+  rules.loopback_only = false;
+  auto o = ParseOffer(offer, rules);
+  ASSERT_TRUE(o.ok()) << o.error();
+  EXPECT_EQ(o->candidates_kept, 8) << "at most 8";
+  for (const char* bad : {"169.254.169.254", " 127.0.0.1 ", "0.0.0.0 50000", "224.0.0.251", "255.255.255.255", "8.8.8.8",
+                          "abcd.local", "::1", "203.0.113.18", "203.0.113.19"})
+    EXPECT_EQ(o->sdp.find(bad), std::string::npos) << bad;
+  EXPECT_NE(o->sdp.find("192.168.1.5 50001"), std::string::npos);
+  EXPECT_NE(o->sdp.find("203.0.113.10 40000"), std::string::npos);
 }
 
 TEST(Offer, H264PrefersPacketizationMode1) {
@@ -161,6 +199,40 @@ TEST(Offer, MalformedOffersAreClearErrors) {
   std::string no_fp = good;
   for (size_t at; (at = no_fp.find("a=fingerprint:")) != std::string::npos;) no_fp.erase(at, no_fp.find("\r\n", at) + 2 - at);
   EXPECT_NE(ParseOffer(no_fp, {}).error().find("fingerprint"), std::string::npos);
+}
+
+// Issue 13: an offer's fmtp keys were copied into the caps as they came, so "payload=5" or
+// "clock-rate=abc" replaced the fields the caps are built from (with strings), and a key that is
+// not a valid field name reached gst_structure_set.
+TEST(Offer, FmtpCannotOverwriteCapsFields) {
+  EnsureGstInit();
+  OfferMedia m;
+  m.kind = "video";
+  m.chosen.name = "H264";
+  m.chosen.pt = 106;
+  m.chosen.clock_rate = 90000;
+  m.chosen.fmtp = "payload=5;clock-rate=abc;ssrc=1;encoding-name=VP8;media=audio;rtcp-fb-nack-pli=0;"
+                  "extmap-1=x;Bad Key=1;9lives=1;packetization-mode=1;profile-level-id=42e01f";
+  GstCaps* caps = CodecCaps(m, 1234);
+  const GstStructure* s = gst_caps_get_structure(caps, 0);
+  int pt = 0, rate = 0;
+  guint ssrc = 0;
+  EXPECT_TRUE(gst_structure_get_int(s, "payload", &pt));
+  EXPECT_EQ(pt, 106);
+  EXPECT_TRUE(gst_structure_get_int(s, "clock-rate", &rate));
+  EXPECT_EQ(rate, 90000);
+  EXPECT_TRUE(gst_structure_get_uint(s, "ssrc", &ssrc));
+  EXPECT_EQ(ssrc, 1234u);
+  EXPECT_STREQ(gst_structure_get_string(s, "encoding-name"), "H264");
+  EXPECT_STREQ(gst_structure_get_string(s, "media"), "video");
+  gboolean pli = FALSE;
+  EXPECT_TRUE(gst_structure_get_boolean(s, "rtcp-fb-nack-pli", &pli) && pli);
+  EXPECT_FALSE(gst_structure_has_field(s, "extmap-1"));
+  EXPECT_FALSE(gst_structure_has_field(s, "Bad Key"));
+  EXPECT_FALSE(gst_structure_has_field(s, "9lives"));
+  EXPECT_STREQ(gst_structure_get_string(s, "packetization-mode"), "1");  // real fmtp parameters stay
+  EXPECT_STREQ(gst_structure_get_string(s, "profile-level-id"), "42e01f");
+  gst_caps_unref(caps);
 }
 
 TEST(Offer, StartBitrateGoesIntoTheVideoFmtpOnly) {
