@@ -245,6 +245,17 @@ void InferenceScheduler::Shutdown() {
   }
 }
 
+bool InferenceScheduler::SubmitAllIfRoom(std::vector<DetectRequest>& rs) {
+  {
+    std::lock_guard lk(mu_);
+    if (stop_ || queue_.size() + rs.size() > cfg_.max_queue) return false;
+    const double now = NowMs();
+    for (auto& r : rs) queue_.push_back({std::move(r), now});
+  }
+  cv_.notify_all();
+  return true;
+}
+
 size_t InferenceScheduler::pending() const {
   std::lock_guard lk(mu_);
   return queue_.size();

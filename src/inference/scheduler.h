@@ -77,6 +77,10 @@ class InferenceScheduler : public DetectionSink {
   ~InferenceScheduler();  // Shutdown()
   // Never blocks on inference. May call the superseded request's callback inline.
   void Submit(DetectRequest r) override;
+  // Queues all of `rs` when they fit beside what is pending (they then complete as Submit's
+  // do), else takes none and returns false: a caller's images never evict another caller's.
+  // Each request must have a session of its own.
+  bool SubmitAllIfRoom(std::vector<DetectRequest>& rs);
   // Stops the threads; pending requests complete with kShutdown.
   void Shutdown();
   size_t pending() const;

@@ -13,7 +13,9 @@
 namespace veil {
 namespace {
 
-constexpr int kMaxMessageBytes = 256 << 20;
+// The largest call taken: 64 MiB holds e.g. 23 FP32 detection copies of 640x384 or 100 UINT8
+// ones; a bigger message is refused (RESOURCE_EXHAUSTED) before it is buffered.
+constexpr int kMaxMessageBytes = 64 << 20;
 constexpr const char* kVersion = "1";
 
 // The answers to one ModelInfer call's images, filled by scheduler threads.
@@ -26,8 +28,8 @@ struct CallState {
 
 class Service final : public inference::GRPCInferenceService::Service {
  public:
-  Service(InferenceScheduler* sched, MetricsRegistry* m, double default_deadline_ms)
-      : sched_(sched), default_deadline_ms_(default_deadline_ms) {
+  Service(InferenceScheduler* sched, MetricsRegistry* m, double default_deadline_ms, size_t max_queue)
+      : sched_(sched), default_deadline_ms_(default_deadline_ms), max_queue_(max_queue) {
     for (const char* code : {"ok", "invalid", "deadline", "failed", "unavailable"})
       m_calls_[code] = &m->GetCounter("veil_worker_infer_calls_total", "ModelInfer calls by result",
                                       {{"result", code}});
@@ -123,8 +125,9 @@ class Service final : public inference::GRPCInferenceService::Service {
     state->results.resize(size_t(n));
     state->left = n;
     const double deadline = NowMs() + budget_ms;
+    std::vector<DetectRequest> reqs(static_cast<size_t>(n));
     for (int i = 0; i < n; ++i) {
-      DetectRequest r;
+      DetectRequest& r = reqs[size_t(i)];
       r.session =
           next_id_.fetch_add(1);  // one per image: nothing supersedes another caller's image
       r.frame_index = i;
@@ -136,8 +139,13 @@ class Service final : public inference::GRPCInferenceService::Service {
         state->results[size_t(i)] = std::move(res);
         if (--state->left == 0) state->cv.notify_all();
       };
-      sched_->Submit(std::move(r));
     }
+    // All of the call's images or none: they never push other callers' images out of the queue.
+    if (!sched_->SubmitAllIfRoom(reqs))
+      return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                          "the worker's queue has no room for " + std::to_string(n) + " images (" +
+                              std::to_string(sched_->pending()) + " pending, inference.max_queue " +
+                              std::to_string(max_queue_) + "): retry later or send fewer");
     {
       std::unique_lock lk(state->mu);
       // Started work finishes; a stalled detector must not hold the call forever.
@@ -173,6 +181,7 @@ class Service final : public inference::GRPCInferenceService::Service {
   }
 
   InferenceScheduler* sched_;
+  size_t max_queue_ = 0;
   const double default_deadline_ms_;
   std::atomic<bool> ready_{true};
   std::atomic<uint64_t> next_id_{1};
@@ -208,7 +217,7 @@ Result<std::unique_ptr<Worker>> Worker::Start(const WorkerOptions& o,
   w->impl_ = std::make_unique<Impl>();
   w->impl_->sched = std::move(*sched);
   w->impl_->service =
-      std::make_unique<Service>(w->impl_->sched.get(), metrics, o.default_deadline_ms);
+      std::make_unique<Service>(w->impl_->sched.get(), metrics, o.default_deadline_ms, o.scheduler.max_queue);
   grpc::ServerBuilder b;
   // gRPC sets SO_REUSEPORT by default: a second worker on a taken port would
   // silently share it. An address in use is an error here.

@@ -25,8 +25,8 @@ struct WorkerFixture {
   std::unique_ptr<ChildServer> child;
   std::unique_ptr<GRPCInferenceService::Stub> stub;
   std::string log = TempPath("protocol-worker.log");
-  WorkerFixture() {
-    auto c = ChildServer::Start({}, log, VEIL_BIN, "worker");
+  explicit WorkerFixture(const std::vector<std::string>& worker_args = {}) {
+    auto c = ChildServer::Start(worker_args, log, VEIL_BIN, "worker");
     EXPECT_TRUE(c.ok()) << c.error();
     if (!c.ok()) return;
     child = std::move(*c);
@@ -257,6 +257,26 @@ TEST(WorkerProtocol, MalformedCallsGetClearErrorsAndTheWorkerKeepsServing) {
   auto second = ChildServer::Start({}, log2, VEIL_BIN, "worker", "127.0.0.1:" + std::to_string(w.child->port()));
   EXPECT_FALSE(second.ok()) << "two workers on one port";
   EXPECT_EQ(w.child->Stop(), 0);
+}
+
+// Issue 13: the worker took 256 MiB messages, and a caller's images could push other callers'
+// pending images out of the queue. Now a message over 64 MiB is refused before it is buffered,
+// and a call whose images do not all fit beside what is pending is refused whole at once.
+TEST(WorkerProtocol, OversizedCallsAreRefusedAndNeverEvictOthers) {
+  WorkerFixture w({"--set", "inference.max_queue=8"});
+  ASSERT_TRUE(w.stub) << w.log;
+  inference::ModelInferResponse resp;
+  const cv::Mat big(4000, 6000, CV_8UC3, cv::Scalar(1, 2, 3));  // 72 MB
+  const auto t0 = std::chrono::steady_clock::now();
+  grpc::Status st = Infer(*w.stub, U8Request(big), &resp);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << st.error_message();
+  const cv::Mat im(360, 640, CV_8UC3, cv::Scalar(90, 120, 150));
+  st = Infer(*w.stub, U8Request(im, 9), &resp);  // the queue holds 8 here (inference.max_queue)
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << st.error_message();
+  EXPECT_NE(st.error_message().find("no room"), std::string::npos) << st.error_message();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(3)) << "refused at once, not after inference";
+  st = Infer(*w.stub, U8Request(im, 2), &resp);
+  EXPECT_TRUE(st.ok()) << "the worker keeps serving: " << st.error_message();
 }
 
 }  // namespace
