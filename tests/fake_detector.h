@@ -8,6 +8,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <stdexcept>
 #include <thread>
 #include <vector>
 
@@ -30,6 +31,7 @@ class FakeDetector : public Detector {
     }
     if (sleep_ms) std::this_thread::sleep_for(std::chrono::milliseconds(sleep_ms));
     if (fail) return Status::Error("injected failure");
+    if (throws) throw std::runtime_error("injected exception");  // as cv::dnn does on a bad input
     std::vector<Detections> out;
     for (const auto& im : images) {
       if (!boxes.empty()) out.push_back(boxes);
@@ -74,6 +76,7 @@ class FakeDetector : public Detector {
 
   Detections boxes;  // set before use
   std::atomic<bool> fail{false};
+  std::atomic<bool> throws{false};  // Detect() throws (as cv::dnn does on a bad input)
   std::atomic<int> sleep_ms{0};
   std::mutex mu;
   std::condition_variable cv;

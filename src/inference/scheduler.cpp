@@ -1,5 +1,7 @@
 #include "inference/scheduler.h"
 
+#include <cstdio>
+
 #include "core/clock.h"
 
 namespace veil {
@@ -79,7 +81,14 @@ InferenceScheduler::~InferenceScheduler() {
 void InferenceScheduler::Finish(Pending& p, DetectResult&& r) {
   r.session = p.req.session;
   r.frame_index = p.req.frame_index;
-  if (p.req.done) p.req.done(std::move(r));
+  if (!p.req.done) return;
+  try {
+    p.req.done(std::move(r));
+  } catch (const std::exception& e) {  // a caller's callback must not end the inference thread
+    std::fprintf(stderr, "veil: a detection callback threw: %s\n", e.what());
+  } catch (...) {
+    std::fprintf(stderr, "veil: a detection callback threw an unknown exception\n");
+  }
 }
 
 void InferenceScheduler::Submit(DetectRequest r) {
@@ -186,10 +195,22 @@ void InferenceScheduler::Run(Detector* det) {
     const bool raw = batch.front().req.raw;
     Result<std::vector<Detections>> res = std::vector<Detections>{};
     Result<std::vector<std::vector<cv::Mat>>> outs = std::vector<std::vector<cv::Mat>>{};
-    if (raw)
-      outs = det->Forward(images);
-    else
-      res = det->Detect(images, score);
+    // A detector that throws (cv::dnn does on inputs it cannot take) fails this batch; the
+    // thread, and the process, go on.
+    try {
+      if (raw)
+        outs = det->Forward(images);
+      else
+        res = det->Detect(images, score);
+    } catch (const std::exception& e) {
+      const Status thrown = Status::Error(std::string("the detector threw: ") + e.what());
+      if (raw) outs = thrown;
+      else res = thrown;
+    } catch (...) {
+      const Status thrown = Status::Error("the detector threw an unknown exception");
+      if (raw) outs = thrown;
+      else res = thrown;
+    }
     const double t1 = NowMs();
     batch_size_->Observe(double(batch.size()));
     infer_batch_ms_->Observe(t1 - t0);

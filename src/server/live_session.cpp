@@ -196,6 +196,18 @@ std::string LiveSession::error() {
 }
 
 void LiveSession::OnEncoded(EncodedFrame&& f, uint32_t rtp_ts) {
+  // Called on a GStreamer streaming thread (RTP or WHIP ingest): an exception must not cross
+  // into C code (std::terminate, the whole server). It ends this session, as a pipeline error does.
+  try {
+    DecodeAndQueue(std::move(f), rtp_ts);
+  } catch (const std::exception& e) {
+    Fail(std::string("ingest failed: ") + e.what());
+  } catch (...) {
+    Fail("ingest failed: unknown exception");
+  }
+}
+
+void LiveSession::DecodeAndQueue(EncodedFrame&& f, uint32_t rtp_ts) {
   last_packet_ms_.store(NowMs());
   const double t0 = NowMs();
   std::vector<FramePtr> out;

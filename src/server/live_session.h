@@ -132,7 +132,8 @@ class LiveSession {
     double arrival_ms = 0;
   };
   LiveSession(const std::string& id, const LiveSessionConfig& c);
-  void OnEncoded(EncodedFrame&& f, uint32_t rtp_ts);  // receiver thread
+  void OnEncoded(EncodedFrame&& f, uint32_t rtp_ts);  // receiver thread: DecodeAndQueue, exceptions caught
+  void DecodeAndQueue(EncodedFrame&& f, uint32_t rtp_ts);
   void Work();                                         // worker thread
   void ProcessOne(Decoded& item);                      // worker thread
   void OnSent(const RtpFrame& f, double sent_ms);      // viewer threads

@@ -160,6 +160,19 @@ TEST(Scheduler, FailuresAndShutdownStillAnswerEveryRequest) {
   EXPECT_EQ(Submit(*h.s, 3, 0, 3).get().outcome, DetectOutcome::kShutdown);
 }
 
+// Issue 13, suspected and settled: an exception from the detector (cv::dnn throws on a bad
+// input) escaped the inference thread and ended the process (std::terminate). Now that batch
+// fails, every request of it is answered, and the thread goes on.
+TEST(Scheduler, AThrowingDetectorFailsItsBatchAndTheThreadGoesOn) {
+  Harness h({});
+  h.det->throws = true;
+  const DetectResult r = Submit(*h.s, 1, 0, 1).get();
+  EXPECT_EQ(r.outcome, DetectOutcome::kFailed);
+  EXPECT_NE(r.error.find("injected exception"), std::string::npos) << r.error;
+  h.det->throws = false;
+  EXPECT_EQ(Submit(*h.s, 1, 1, 1).get().outcome, DetectOutcome::kOk);
+}
+
 TEST(Scheduler, RejectsAbsurdConfig) {
   SchedulerConfig c;
   c.max_batch = 0;
