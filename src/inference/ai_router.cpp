@@ -202,20 +202,22 @@ std::string AiRouter::NotReadyReason() const {
 }
 
 void AiRouter::Submit(DetectRequest r) {
-  {
-    std::lock_guard lk(mu_);
-    if (!sessions_.count(r.session)) sessions_[r.session] = {std::to_string(r.session), -1};
-  }
-  auto a = pool_.Assign(r.session);
-  if (!a) {
+  auto refuse = [&](const char* why) {
     DetectResult res;
     res.session = r.session;
     res.frame_index = r.frame_index;
     res.outcome = DetectOutcome::kFailed;
-    res.error = "no healthy AI target";
+    res.error = why;
     if (r.done) r.done(std::move(res));
-    return;
+  };
+  {
+    // A session that was detached (ended) may still submit its last frame from its worker
+    // thread: it is not assigned again (that re-registered it and inflated active_streams).
+    std::lock_guard lk(mu_);
+    if (!sessions_.count(r.session)) return refuse("the session is not attached to the AI router (it ended)");
   }
+  auto a = pool_.Assign(r.session);
+  if (!a) return refuse("no healthy AI target");
   const int t = *a;
   NoteTarget(r.session, t);
   auto done = std::move(r.done);

@@ -172,6 +172,23 @@ TEST(AiRouter, NoHealthyTargetAnswersAtOnceAndSaysWhy) {
   EXPECT_EQ(rig.router->NotReadyReason(), "");
 }
 
+// Issue 13, suspected and settled: a session's worker may submit a last frame after the session
+// was detached; the router assigned it again, and active_streams stayed one too high for good.
+TEST(AiRouter, ADetachedSessionIsNeverRegisteredAgain) {
+  Rig rig;
+  ASSERT_TRUE(rig.router);
+  rig.router->Attach(1, "s1");
+  EXPECT_EQ(rig.Detect(1).outcome, DetectOutcome::kOk);
+  rig.router->Detach(1);
+  const DetectResult late = rig.Detect(1, 2);
+  EXPECT_EQ(late.outcome, DetectOutcome::kFailed);
+  EXPECT_NE(late.error.find("not attached"), std::string::npos) << late.error;
+  for (const auto& t : rig.router->Snapshot()) EXPECT_EQ(t.active_streams, 0) << t.name;
+  EXPECT_EQ(rig.router->TargetOf(1), "");
+  EXPECT_TRUE(rig.router->Snapshot()[0].healthy && rig.router->Snapshot()[1].healthy)
+      << "a late frame of an ended session marks no target down";
+}
+
 TEST(AiRouter, ParsesTargetListsAndRejectsBadOnes) {
   auto t = ParseTargets("local, 127.0.0.1:8001,grpc://worker-2.lan:9000");
   ASSERT_TRUE(t.ok()) << t.error();
