@@ -21,6 +21,8 @@ PKGS=(
   libgtest-dev libgmock-dev libbenchmark-dev chromium nodejs
   # ground-truth privacy checks: ../shared/tools/leakcheck renders clips with known face boxes (Debian's python3)
   python3-opencv python3-numpy
+  # fuzzing (scripts/fuzz.sh): clang with libFuzzer
+  clang-14 libfuzzer-14-dev
 )
 
 missing=()

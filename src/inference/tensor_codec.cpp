@@ -154,12 +154,12 @@ Result<std::vector<cv::Mat>> UnpackOutputs(const inference::ModelInferResponse& 
     if (k < 0 || k >= kYuNetDecodeOutputs) continue;  // not needed for decoding
     const int a = YuNetAnchors(k, padded), c = YuNetColumns(k);
     const auto& s = o.shape();
-    // -1 once any dimension is negative or the product passes 2^40 (no overflow on absurd shapes).
+    // -1 once any dimension is negative or the product would pass 2^40, checked before
+    // multiplying (fuzzing found the product itself overflowing: 2^40 x 2^40).
+    constexpr int64_t kCap = int64_t(1) << 40;
     int64_t elems = 1;
     for (int64_t d : s)
-      elems = (elems < 0 || d < 0 || d > (int64_t(1) << 40) || elems * d > (int64_t(1) << 40))
-                  ? -1
-                  : elems * d;
+      elems = (elems < 0 || d < 0 || d > kCap || (d > 0 && elems > kCap / d)) ? -1 : elems * d;
     if (o.datatype() != kFp32 || s.size() < 2 || s[0] != n || elems != int64_t(n) * a * c)
       return Status::Error("output " + o.name() + " is " + o.datatype() + " " + ShapeText(s) +
                            ", expected FP32 [" + std::to_string(n) + "," + std::to_string(a) + "," +

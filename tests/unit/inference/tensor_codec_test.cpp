@@ -108,6 +108,11 @@ TEST(TensorCodec, OutputsRoundTripAndBadAnswersAreErrors) {
   auto huge = resp;
   huge.mutable_outputs(0)->set_shape(1, int64_t(1) << 40);
   EXPECT_FALSE(UnpackOutputs(huge, 2, padded).ok());
+  // Found by fuzz_tensor: the product of two 2^40 sides overflowed int64 (UB) while checking it.
+  auto overflow = resp;
+  overflow.mutable_outputs(0)->set_shape(1, int64_t(1) << 40);
+  overflow.mutable_outputs(0)->add_shape(int64_t(1) << 40);
+  EXPECT_FALSE(UnpackOutputs(overflow, 2, padded).ok());
   inference::ModelInferRequest bad;
   bad.add_outputs()->set_name("landmarks");
   EXPECT_FALSE(RequestedOutputs(bad).ok());

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Builds veil's libFuzzer targets (fuzz/) with clang-14 under ASan+UBSan into build-fuzz and
+# runs each one for SECONDS (default 60) from its seed corpus (fuzz/corpus/<target>/; the
+# tensor seeds are text protos encoded here with protoc). New inputs the fuzzer finds go to
+# build-fuzz/corpus/<target>/. A crash stops the script (exit 1) with its input saved under
+# build-fuzz/crashes/<target>/: fix it and keep the input in fuzz/corpus/<target>/ as a
+# regression case. Usage: scripts/fuzz.sh [SECONDS] [offer|tensor|config ...]
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+export VEIL_ASSETS=${VEIL_ASSETS:-$root/../shared/assets}
+secs=${1:-60}
+shift || true
+targets=${*:-offer tensor config}
+build=${FUZZ_BUILD_DIR:-build-fuzz}
+mkdir -p "$build"
+CC=clang-14 CXX=clang++-14 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DVEIL_SANITIZE=address -DVEIL_FUZZ=ON -DVEIL_BUILD_TESTS=OFF -DVEIL_BUILD_BENCH=OFF \
+  -DVEIL_ASSETS="$VEIL_ASSETS" > "$build/configure.log"
+cmake --build "$build" -j "${JOBS:-$(nproc)}" --target $(for t in $targets; do printf 'fuzz_%s ' "$t"; done)
+proto=src/inference/proto
+for t in $targets; do
+  corpus="$build/corpus/$t" crashes="$build/crashes/$t"
+  mkdir -p "$corpus" "$crashes"
+  seeds="fuzz/corpus/$t"
+  if [ "$t" = tensor ]; then  # first byte: 0 request, 1 response, 2 metadata; then the message
+    seeds="$build/seeds/tensor"
+    mkdir -p "$seeds"
+    for f in fuzz/corpus/tensor/*.textproto; do
+      name=$(basename "$f" .textproto)
+      case "$name" in
+        request*) kind='\000' msg=inference.ModelInferRequest ;;
+        response*) kind='\001' msg=inference.ModelInferResponse ;;
+        *) kind='\002' msg=inference.ModelMetadataResponse ;;
+      esac
+      { printf "$kind"; protoc --proto_path="$proto" --encode="$msg" kserve_v2.proto < "$f"; } > "$seeds/$name.bin"
+    done
+  fi
+  echo "fuzz: $t for ${secs}s"
+  set +e
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    "$build/bin/fuzz_$t" -max_total_time="$secs" -timeout=10 -rss_limit_mb=4096 -max_len=65536 \
+    -print_final_stats=1 -artifact_prefix="$crashes/" "$corpus" "$seeds" 2>&1 | tail -n 25 | sed "s/^/fuzz $t: /"
+  rc=${PIPESTATUS[0]}
+  set -e
+  if [ "$rc" -ne 0 ]; then
+    echo "fuzz: $t found a crash: $(ls "$crashes")" >&2
+    exit 1
+  fi
+done
+echo "fuzz: no finding in $targets (${secs}s each)"
