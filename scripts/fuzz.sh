@@ -37,14 +37,20 @@ for t in $targets; do
     done
   fi
   echo "fuzz: $t for ${secs}s"
+  log="$build/fuzz-$t.log"
   set +e
-  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  # Full malloc stacks, so lsan.supp's one entry (GLib's load-time block, under _dl_init) matches.
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:fast_unwind_on_malloc=0 LSAN_OPTIONS=suppressions="$root/lsan.supp" \
+    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     "$build/bin/fuzz_$t" -max_total_time="$secs" -timeout=10 -rss_limit_mb=4096 -max_len=65536 \
-    -print_final_stats=1 -artifact_prefix="$crashes/" "$corpus" "$seeds" 2>&1 | tail -n 25 | sed "s/^/fuzz $t: /"
-  rc=${PIPESTATUS[0]}
+    -print_final_stats=1 -artifact_prefix="$crashes/" "$corpus" "$seeds" > "$log" 2>&1
+  rc=$?
   set -e
+  grep -E '^(Done|stat::(number_of_executed_units|average_exec_per_sec|new_units_added|peak_rss_mb))' "$log" |
+    sed "s/^/fuzz $t: /" || true
   if [ "$rc" -ne 0 ]; then
-    echo "fuzz: $t found a crash: $(ls "$crashes")" >&2
+    grep -E -m1 -A40 'ERROR: |runtime error|deadly signal' "$log" | sed "s/^/fuzz $t: /" >&2 || tail -n 40 "$log" >&2
+    echo "fuzz: $t found a crash (full log: $log): $(ls "$crashes")" >&2
     exit 1
   fi
 done

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <fstream>
 #include <charconv>
 #include <cmath>
 #include <cstring>
@@ -222,10 +223,36 @@ Status Config::SetText(const std::string& key, const std::string& text, Source s
   return Set(*k, *v, src);
 }
 
+namespace {
+// TOML files are UTF-8 text (TOML 1.0). Checked before the parser sees them: Debian's toml11
+// reads past its buffer on invalid UTF-8 inside an unterminated literal string (found by
+// fuzz_config). Also bounds the size: a configuration is a few kilobytes.
+Status CheckTomlText(const std::string& t, const std::string& path) {
+  if (t.size() > (1 << 20)) return Status::Error("config " + path + " is larger than 1 MiB");
+  for (size_t i = 0; i < t.size();) {
+    const auto c = static_cast<unsigned char>(t[i]);
+    size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
+    bool ok = n > 0 && i + n <= t.size();
+    for (size_t k = 1; ok && k < n; ++k) ok = (static_cast<unsigned char>(t[i + k]) & 0xc0) == 0x80;
+    if (ok && n == 1) ok = c >= 0x20 || c == '\t' || c == '\n' || c == '\r';
+    if (!ok || c == 0x7f)
+      return Status::Error("config " + path + ": not TOML text (invalid UTF-8 or a control character at byte " +
+                           std::to_string(i) + ")");
+    i += n;
+  }
+  return Status::Ok();
+}
+}  // namespace
+
 Status Config::LoadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::Error("cannot read config " + path);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (Status s = CheckTomlText(text, path); !s) return s;
   toml::value root;
   try {
-    root = toml::parse(path);
+    std::istringstream ss(text);
+    root = toml::parse(ss, path);
   } catch (const std::exception& e) {
     return Status::Error("cannot read config " + path + ": " + e.what());
   }

@@ -76,6 +76,16 @@ TEST(Config, WrongTypesAndMalformedFilesAreErrors) {
   const std::string g = WriteFile("broken.toml", "[privacy\nmode = ");
   EXPECT_FALSE(c.LoadFile(g).ok());
   EXPECT_FALSE(c.LoadFile("/nonexistent.toml").ok());
+  // Found by fuzz_config: invalid UTF-8 in an unterminated literal string made the TOML parser
+  // read past its buffer. Such a file is refused before parsing, with where it goes wrong.
+  const std::string u = WriteFile("utf8.toml", "[privacy]\nmode = '\"an\xfbonymize\"  # defau\xff\xff\n");
+  Status su = c.LoadFile(u);
+  EXPECT_FALSE(su.ok());
+  EXPECT_NE(su.message().find("invalid UTF-8"), std::string::npos) << su.message();
+  const std::string nul = WriteFile("nul.toml", std::string("[privacy]\nmode = \"a\0\"\n", 22));
+  EXPECT_FALSE(c.LoadFile(nul).ok());
+  const std::string ok = WriteFile("utf8-ok.toml", "# caf\xc3\xa9 \xe2\x80\x94 fine\n[privacy]\nmode = \"bypass\"\n");
+  EXPECT_TRUE(c.LoadFile(ok).ok()) << "valid UTF-8 text is accepted";
   EXPECT_FALSE(c.SetText("mosaic.min_cell", "8px", Source::kFlag).ok());
   EXPECT_FALSE(c.SetText("privacy.scene_cut", "maybe", Source::kFlag).ok());
   EXPECT_FALSE(c.SetText("mosaic.margin", "nan", Source::kFlag).ok());
