@@ -433,7 +433,8 @@ LiveSessionStats LiveSession::Tick() {
   if (s.rtp.lost > tick_lost_) m_lost_->Inc(double(s.rtp.lost - tick_lost_));
   tick_lost_ = s.rtp.lost;
   m_jitter_->Set(s.rtp.jitter_ms);
-  history_.Update(now, UnixMs(), {s.frames_in, uint64_t(s.privacy.fail_closed), s.stale_drops, m_total_->cumulative()});
+  if (history_.Due(now))  // the histogram snapshot only when a point is taken
+    history_.Update(now, UnixMs(), {s.frames_in, uint64_t(s.privacy.fail_closed), s.stale_drops, m_total_->cumulative()});
   m_viewers_->Set(double(s.viewers));
   return s;
 }

@@ -117,7 +117,6 @@ class LiveSession {
   Result<SessionSnapshot> Snapshot(int max_width);
   // The figures over the last history_points intervals, oldest first.
   std::vector<HistoryPoint> History() const { return history_.Points(); }
-  const SessionHistory& history() const { return history_; }
   // Non-empty when a pipeline failed: the session must be ended with it.
   std::string error();
   // The owner's housekeeping (a few times a second): updates rate and RTP

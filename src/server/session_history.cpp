@@ -13,8 +13,8 @@ bool SessionHistory::Update(double now_ms, double unix_ms, const HistoryTotals& 
     last_ = t;
     return false;
   }
+  if (!Due(now_ms)) return false;
   const double dt_ms = now_ms - last_ms_;
-  if (dt_ms < interval_ms_) return false;
   const double dt = dt_ms / 1000.0;
   auto rate = [dt](uint64_t now, uint64_t before) { return now >= before ? double(now - before) / dt : 0.0; };
   HistoryPoint p;

@@ -28,13 +28,15 @@ class SessionHistory {
  public:
   // capacity points, one per interval_ms; bounds: the processing histogram's.
   SessionHistory(size_t capacity, double interval_ms, std::vector<double> bounds);
+  // True when Update() at now_ms would record a point or set the baseline: the
+  // caller gathers the totals only then.
+  bool Due(double now_ms) const { return last_ms_ < 0 || now_ms - last_ms_ >= interval_ms_; }
   // Records a point when interval_ms has passed since the last one (the first
   // call only sets the baseline). now_ms: monotonic; unix_ms: wall clock.
   // Returns true when a point was added.
   bool Update(double now_ms, double unix_ms, const HistoryTotals& t);
   std::vector<HistoryPoint> Points() const;  // oldest first
   size_t capacity() const { return capacity_; }
-  double interval_ms() const { return interval_ms_; }
 
  private:
   const size_t capacity_;
