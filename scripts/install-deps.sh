@@ -16,9 +16,13 @@ PKGS=(
   # remote AI targets: gRPC (KServe v2 inference protocol) and protobuf
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   # utilities
+  # the control plane's HTTP server: Boost.Beast (header-only); cpp-httplib for HTTP clients
+  libboost1.81-dev
   nlohmann-json3-dev libcpp-httplib-dev libspdlog-dev libfmt-dev libcli11-dev libssl-dev libtoml11-dev
   # tests and benchmarks; the browser tests of the web pages (headless chromium, node for playwright-core)
   libgtest-dev libgmock-dev libbenchmark-dev chromium nodejs
+  # scripts/http-compare.sh: libmicrohttpd, measured against Beast and cpp-httplib (bench only)
+  libmicrohttpd-dev
   # ground-truth privacy checks: ../shared/tools/leakcheck renders clips with known face boxes (Debian's python3)
   python3-opencv python3-numpy
   # fuzzing (scripts/fuzz.sh): clang with libFuzzer

@@ -2,7 +2,6 @@
 // Open Inference Protocol gRPC API with the same batching scheduler the
 // server uses in-process; `veil serve --targets HOST:PORT,...` uses it, and so
 // can any KServe v2 client. SIGTERM/SIGINT: not ready, finish calls, exit 0.
-#include <httplib.h>
 #include <pthread.h>
 #include <spdlog/spdlog.h>
 
@@ -14,6 +13,7 @@
 #include "cli/cmd_anonymize.h"
 #include "cli/options.h"
 #include "cli/service.h"
+#include "http/server.h"
 #include "inference/worker_service.h"
 #include "transport/net/udp.h"
 
@@ -65,27 +65,27 @@ void RegisterWorker(CLI::App& app, int* rc) {
           "keep it on a private network",
           ws->listen);
 
-    httplib::Server http;
-    std::thread http_thread;
+    http::Router routes;
+    std::unique_ptr<http::Server> http;
     if (!ws->metrics_host.empty()) {
-      http.Get("/metrics", [&metrics](const httplib::Request&, httplib::Response& res) {
-        res.set_content(metrics.ExportText(), "text/plain; version=0.0.4; charset=utf-8");
+      routes.Get("/metrics", [&metrics](const http::Request&, http::Response& res) {
+        res.SetContent(metrics.ExportText(), "text/plain; version=0.0.4; charset=utf-8");
       });
-      http.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
-        res.set_content("{\"status\":\"ok\"}", "application/json");
-      });
-      if (!http.bind_to_port(ws->metrics_host, ws->metrics_port))
-        return Fail(
-            rc, 2, "cannot listen on " + ws->metrics_host + ":" + std::to_string(ws->metrics_port));
-      http_thread = std::thread([&http] { http.listen_after_bind(); });
-      spdlog::info("metrics on http://{}:{}/metrics", ws->metrics_host, ws->metrics_port);
+      routes.Get(
+          "/healthz",
+          [](const http::Request&, http::Response& res) { res.SetContent("{\"status\":\"ok\"}", "application/json"); },
+          true);
+      http::Limits lim;
+      lim.threads = 2;
+      lim.max_connections = 256;
+      auto started = http::Server::Start(&routes, ws->metrics_host, ws->metrics_port, lim, &metrics);
+      if (!started) return Fail(rc, 2, started.error());
+      http = std::move(*started);
+      spdlog::info("metrics on http://{}:{}/metrics", ws->metrics_host, http->port());
     }
     spdlog::info("{}: finishing calls in progress", WaitForStop(sigs));
     (*worker)->Shutdown();
-    if (http_thread.joinable()) {
-      http.stop();
-      http_thread.join();
-    }
+    if (http) http->Stop();
     spdlog::info("stopped cleanly");
     spdlog::shutdown();
   });

@@ -162,6 +162,10 @@ const std::vector<KeySpec>& ConfigKeys() {
       Key("server.start_timeout_ms", "start-timeout-ms", "a session with no packet this long after creation ends, ms", &S::start_timeout_ms),
       Key("server.history_s", "history-s", "per-session history of the figures kept for the operator page, s", &S::history_s),
       Key("server.history_interval_ms", "history-interval-ms", "one history point per this interval, ms (at least the 250-ms housekeeping tick)", &S::history_interval_ms),
+      Key("server.http_max_connections", "http-max-connections", "control API connections open at once; more are closed on arrival", &S::http_max_connections),
+      Key("server.http_threads", "http-threads", "control API handler threads (/healthz is answered apart from them)", &S::http_threads),
+      Key("server.http_request_timeout_ms", "http-request-timeout-ms", "a request's head, its body, and its answer must each go through within this, ms", &S::http_request_timeout_ms),
+      Key("server.http_idle_timeout_ms", "http-idle-timeout-ms", "a kept-alive connection with no new request this long is closed, ms", &S::http_idle_timeout_ms),
       Key("inference.max_batch", "max-batch", "frames per forward pass, across sessions", &S::max_batch),
       Key("inference.max_wait_us", "max-wait-us", "how long a partial batch waits for more frames, us", &S::max_wait_us),
       Key("inference.threads", "infer-threads", "inference threads (one detector each)", &S::infer_threads),
@@ -423,6 +427,10 @@ Result<ServerSettings> Config::BuildServer() const {
                     inf(s.start_timeout_ms, 100, 3600000, "server.start_timeout_ms"),
                     inf(s.history_s, 1, 86400, "server.history_s"),
                     inf(s.history_interval_ms, 250, 60000, "server.history_interval_ms"),
+                    in(s.http_max_connections, 16, 1000000, "server.http_max_connections"),
+                    in(s.http_threads, 1, 256, "server.http_threads"),
+                    inf(s.http_request_timeout_ms, 100, 600000, "server.http_request_timeout_ms"),
+                    inf(s.http_idle_timeout_ms, 100, 3600000, "server.http_idle_timeout_ms"),
                     in(s.max_batch, 1, 64, "inference.max_batch"), in(s.max_wait_us, 0, 1000000, "inference.max_wait_us"),
                     in(s.infer_threads, 1, 64, "inference.threads"), in(s.infer_queue, 1, 4096, "inference.max_queue"),
                     in(s.remote_threads, 1, 64, "inference.remote_threads"),
@@ -464,6 +472,10 @@ Result<ServerSettings> Config::BuildServer() const {
     v.allowed_hosts.push_back(name);
   }
   v.history_s = s.history_s;
+  v.http_max_connections = int(s.http_max_connections);
+  v.http_threads = int(s.http_threads);
+  v.http_request_timeout_ms = s.http_request_timeout_ms;
+  v.http_idle_timeout_ms = s.http_idle_timeout_ms;
   v.history_interval_ms = s.history_interval_ms;
   v.max_batch = int(s.max_batch);
   v.max_wait_us = int(s.max_wait_us);

@@ -1,6 +1,5 @@
 #include "server/http_api.h"
 
-#include <httplib.h>
 
 #include <charconv>
 #include <set>
@@ -18,10 +17,10 @@ namespace {
 using json = nlohmann::json;
 
 // Parses a JSON object body, refusing fields not in `allowed` (a typo is an error, not a default).
-bool ParseBody(const httplib::Request& req, httplib::Response& res, const std::vector<std::string>& allowed,
+bool ParseBody(const http::Request& req, http::Response& res, const std::vector<std::string>& allowed,
                json* out, bool required = true) {
   // JSON only: a browser sends text/plain or a form cross-site without asking first (no CORS preflight).
-  if (!req.body.empty() && req.get_header_value("Content-Type").rfind("application/json", 0) != 0) {
+  if (!req.body.empty() && req.Header("Content-Type").rfind("application/json", 0) != 0) {
     Error(res, 415, "the body must be sent as Content-Type: application/json");
     return false;
   }
@@ -48,7 +47,7 @@ bool ParseBody(const httplib::Request& req, httplib::Response& res, const std::v
   return true;
 }
 
-bool GetString(const json& j, const char* key, httplib::Response& res, std::string* out) {
+bool GetString(const json& j, const char* key, http::Response& res, std::string* out) {
   if (!j.contains(key)) return true;
   if (!j[key].is_string()) {
     Error(res, 400, std::string("field '") + key + "' must be a string");
@@ -58,7 +57,7 @@ bool GetString(const json& j, const char* key, httplib::Response& res, std::stri
   return true;
 }
 
-bool GetPort(const json& j, const char* key, httplib::Response& res, int* out, bool required) {
+bool GetPort(const json& j, const char* key, http::Response& res, int* out, bool required) {
   if (!j.contains(key)) {
     if (required) Error(res, 400, std::string("field '") + key + "' is required");
     return !required;
@@ -71,7 +70,7 @@ bool GetPort(const json& j, const char* key, httplib::Response& res, int* out, b
   return true;
 }
 
-bool GetBool(const json& j, const char* key, httplib::Response& res, bool* out) {
+bool GetBool(const json& j, const char* key, http::Response& res, bool* out) {
   if (!j.contains(key)) return true;
   if (!j[key].is_boolean()) {
     Error(res, 400, std::string("field '") + key + "' must be true or false");
@@ -179,103 +178,93 @@ Result<std::unique_ptr<HttpApi>> HttpApi::Start(SessionManager* sessions, Metric
   api->sessions_ = sessions;
   api->metrics_ = metrics;
   api->settings_ = s;
-  api->http_ = std::make_unique<httplib::Server>();
-  api->http_->set_payload_max_length(64 * 1024);
-  api->http_->set_read_timeout(5, 0);
-  api->http_->set_write_timeout(5, 0);
   api->Routes();
-  if (s.listen_port == 0) {
-    api->port_ = api->http_->bind_to_any_port(s.listen_host);
-  } else if (api->http_->bind_to_port(s.listen_host, s.listen_port)) {
-    api->port_ = s.listen_port;
-  }
-  if (api->port_ <= 0)
-    return Status::Error("cannot listen on " + s.listen_host + ":" + std::to_string(s.listen_port) +
-                         " (in use, or not an address of this machine)");
-  api->thread_ = std::thread([p = api.get()] { p->http_->listen_after_bind(); });
+  http::Limits lim;
+  lim.max_connections = s.http_max_connections;
+  lim.idle_timeout_ms = s.http_idle_timeout_ms;
+  lim.header_timeout_ms = lim.body_timeout_ms = lim.write_timeout_ms = s.http_request_timeout_ms;
+  lim.max_body_bytes = 64 * 1024;
+  lim.threads = s.http_threads;
+  // Each connection is one descriptor; sessions, pipelines and sockets need their own beyond it.
+  const long want = long(lim.max_connections) + 1024;
+  if (const long got = http::RaiseFileLimit(want); got < want)
+    spdlog::warn("open-file limit is {} (hard limit), below the {} that server.http_max_connections = {} needs; "
+                 "past it new connections wait in the kernel's queue",
+                 got, want, lim.max_connections);
+  auto server = http::Server::Start(&api->router_, s.listen_host, s.listen_port, lim, metrics);
+  if (!server) return server.status();
+  api->http_ = std::move(*server);
+  api->port_ = api->http_->port();
   return api;
 }
 
 HttpApi::~HttpApi() { Stop(); }
 
 void HttpApi::Stop() {
-  if (http_) http_->stop();
-  if (thread_.joinable()) thread_.join();
+  if (http_) http_->Stop();
 }
 
 void HttpApi::Routes() {
-  httplib::Server& h = *http_;
-  using HR = httplib::Server::HandlerResponse;
-  h.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+  http::Router& h = router_;
+  h.SetGuard([this](const http::Request& req, http::Response& res) {
     // The pages hold no data (their scripts call the API with the token), so they load without one.
     // WHIP and WHEP check their own tokens (webrtc.publish_token / view_token).
     static const std::set<std::string> kOpen = {"/healthz", "/readyz", "/", "/operator", "/publish",
                                                 "/watch",   "/webrtc.js", "/favicon.ico"};
     const bool webrtc = req.path.rfind("/whip/", 0) == 0 || req.path.rfind("/whep/", 0) == 0;
     // DNS rebinding: a page of another site whose name now resolves to this server sends its own Host.
-    if (!HostAllowed(req.get_header_value("Host"), settings_.allowed_hosts)) {
-      Error(res, 403, "Host '" + HostName(req.get_header_value("Host")) +
+    if (!HostAllowed(req.Header("Host"), settings_.allowed_hosts)) {
+      Error(res, 403, "Host '" + HostName(req.Header("Host")) +
                           "' is not this server's (IP literals, localhost and server.allowed_hosts are)");
-      return HR::Handled;
+      return true;
     }
     // Cross-site requests may not change state; WHIP/WHEP answer CORS as their specifications want.
     if (!webrtc && req.method != "GET" && req.method != "HEAD" && req.method != "OPTIONS" && !SameOrigin(req)) {
-      Error(res, 403, "cross-origin request refused (Origin " + req.get_header_value("Origin") + ")");
-      return HR::Handled;
+      Error(res, 403, "cross-origin request refused (Origin " + req.Header("Origin") + ")");
+      return true;
     }
     const bool open = kOpen.count(req.path) || webrtc;
-    if (open || BearerOk(req, settings_.token)) return HR::Unhandled;
-    res.set_header("WWW-Authenticate", "Bearer");
+    if (open || BearerOk(req, settings_.token)) return false;
+    res.SetHeader("WWW-Authenticate", "Bearer");
     Error(res, 401, "missing or wrong bearer token");
-    return HR::Handled;
+    return true;
   });
-  h.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
-    if (!res.body.empty()) return;
+  h.SetErrorBody([](const http::Request& req, http::Response& res, const std::string& detail) {
     if (res.status == 404) Error(res, 404, "no route " + req.method + " " + req.path);
-    else if (res.status == 413) Error(res, 413, "body too large (64 KiB at most)");
+    else if (res.status == 405) Error(res, 405, "method " + req.method + " not allowed on " + req.path + " (allowed: " + res.Header("Allow") + ")");
+    else if (res.status == 500) Error(res, 500, "internal error" + (detail.empty() ? std::string() : ": " + detail));
     else Error(res, res.status, "request failed");
   });
-  h.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
-    std::string what = "internal error";
-    try {
-      if (ep) std::rethrow_exception(ep);
-    } catch (const std::exception& e) {
-      what += std::string(": ") + e.what();
-    } catch (...) {
-    }
-    spdlog::error("API handler: {}", what);
-    Error(res, 500, what);
-  });
 
-  h.Get("/healthz", [](const httplib::Request&, httplib::Response& res) { Reply(res, 200, {{"status", "ok"}}); });
-  h.Get("/", [](const httplib::Request&, httplib::Response& res) { res.set_redirect("/operator", 302); });
-  h.Get("/favicon.ico", [](const httplib::Request&, httplib::Response& res) { res.status = 204; });
+  h.Get("/healthz", [](const http::Request&, http::Response& res) { Reply(res, 200, {{"status", "ok"}}); }, true);
+  h.Get("/", [](const http::Request&, http::Response& res) { res.Redirect("/operator", 302); });
+  h.Get("/favicon.ico", [](const http::Request&, http::Response& res) { res.status = 204; });
   // Same-origin only: each page's own inline script and style, this server's API and WHIP/WHEP.
   for (const auto& [path, page] : {std::pair<const char*, std::string_view>{"/operator", OperatorPage()},
                                    {"/publish", PublishPage()},
                                    {"/watch", WatchPage()}}) {
-    h.Get(path, [page = page](const httplib::Request&, httplib::Response& res) {
+    h.Get(path, [page = page](const http::Request&, http::Response& res) {
       PageHeaders(res);
-      res.set_content(page.data(), page.size(), "text/html; charset=utf-8");
+      res.SetContent(std::string(page), "text/html; charset=utf-8");
     });
   }
-  h.Get("/webrtc.js", [](const httplib::Request&, httplib::Response& res) {
+  h.Get("/webrtc.js", [](const http::Request&, http::Response& res) {
     PageHeaders(res);
     const std::string_view js = WebRtcScript();
-    res.set_content(js.data(), js.size(), "text/javascript; charset=utf-8");
+    res.SetContent(std::string(js), "text/javascript; charset=utf-8");
   });
   webrtc_ = std::make_unique<WebRtcRoutes>(sessions_, metrics_, settings_.webrtc);
   webrtc_->Register(h);
-  h.Get("/readyz", [this](const httplib::Request&, httplib::Response& res) {
+  h.Get("/readyz", [this](const http::Request&, http::Response& res) {
     const std::string why = sessions_->NotReadyReason();
     if (why.empty()) Reply(res, 200, {{"ready", true}, {"sessions", sessions_->session_count()}});
     else Reply(res, 503, {{"ready", false}, {"reason", why}, {"sessions", sessions_->session_count()}});
   });
-  h.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-    res.set_content(metrics_->ExportText(), "text/plain; version=0.0.4; charset=utf-8");
+  h.Get("/metrics", [this](const http::Request&, http::Response& res) {
+    res.SetContent(metrics_->ExportText(), "text/plain; version=0.0.4; charset=utf-8");
   });
 
-  h.Get("/v1/targets", [this](const httplib::Request&, httplib::Response& res) {
+  h.Get("/v1/targets", [this](const http::Request&, http::Response& res) {
     json list = json::array();
     for (const TargetState& t : sessions_->Targets())
       list.push_back({{"name", t.name},
@@ -285,12 +274,12 @@ void HttpApi::Routes() {
                       {"down_reason", t.down_reason}});
     Reply(res, 200, {{"targets", list}});
   });
-  h.Get("/v1/sessions", [this](const httplib::Request&, httplib::Response& res) {
+  h.Get("/v1/sessions", [this](const http::Request&, http::Response& res) {
     json list = json::array();
     for (const SessionInfo& s : sessions_->List()) list.push_back(SessionJson(s, false));
     Reply(res, 200, {{"sessions", list}});
   });
-  h.Post("/v1/sessions", [this](const httplib::Request& req, httplib::Response& res) {
+  h.Post("/v1/sessions", [this](const http::Request& req, http::Response& res) {
     json b;
     if (!ParseBody(req, res, {"id", "codec", "mode", "audio"}, &b, false)) return;
     CreateSpec spec;
@@ -299,51 +288,51 @@ void HttpApi::Routes() {
       return;
     SessionInfo info;
     if (ApiError e = sessions_->Create(spec, Caller(req), &info)) {
-      if (e.http == 503) res.set_header("Retry-After", "5");
+      if (e.http == 503) res.SetHeader("Retry-After", "5");
       return Error(res, e.http, e.message);
     }
-    res.set_header("Location", "/v1/sessions/" + info.id);
+    res.SetHeader("Location", "/v1/sessions/" + info.id);
     Reply(res, 201, SessionJson(info, false));
   });
   const std::string sid = "/v1/sessions/([A-Za-z0-9_-]{1,64})";
-  h.Get(sid, [this](const httplib::Request& req, httplib::Response& res) {
+  h.Get(sid, [this](const http::Request& req, http::Response& res) {
     SessionInfo info;
     if (ApiError e = sessions_->Get(req.matches[1], &info)) return Error(res, e.http, e.message);
     Reply(res, 200, SessionJson(info, true));
   });
-  h.Delete(sid, [this](const httplib::Request& req, httplib::Response& res) {
+  h.Delete(sid, [this](const http::Request& req, http::Response& res) {
     if (ApiError e = sessions_->Delete(req.matches[1], Caller(req))) return Error(res, e.http, e.message);
     res.status = 204;
   });
-  h.Get(sid + "/stats", [this](const httplib::Request& req, httplib::Response& res) {
+  h.Get(sid + "/stats", [this](const http::Request& req, http::Response& res) {
     SessionInfo info;
     if (ApiError e = sessions_->Get(req.matches[1], &info)) return Error(res, e.http, e.message);
     Reply(res, 200, StatsJson(info));
   });
   // The outgoing picture for people (the operator page's thumbnails): after the privacy stage,
   // exactly what viewers get. Made on request from the last processed frame.
-  h.Get(sid + "/snapshot.jpg", [this](const httplib::Request& req, httplib::Response& res) {
+  h.Get(sid + "/snapshot.jpg", [this](const http::Request& req, http::Response& res) {
     int width = kSnapshotMaxWidth;
-    if (req.has_param("width")) {
-      const std::string w = req.get_param_value("width");
+    if (req.HasParam("width")) {
+      const std::string w = req.Param("width");
       auto r = std::from_chars(w.data(), w.data() + w.size(), width);
       if (w.empty() || r.ec != std::errc() || r.ptr != w.data() + w.size() || width < 16 || width > kSnapshotMaxWidth)
         return Error(res, 400, "'width' must be an integer in [16, " + std::to_string(kSnapshotMaxWidth) + "]");
     }
     SessionSnapshot snap;
     if (ApiError e = sessions_->Snapshot(req.matches[1], width, &snap)) {
-      if (e.http == 503) res.set_header("Retry-After", "1");
+      if (e.http == 503) res.SetHeader("Retry-After", "1");
       return Error(res, e.http, e.message);
     }
-    res.set_header("Cache-Control", "no-store");
-    res.set_header("X-Veil-Frame", std::to_string(snap.frame));
-    res.set_header("X-Veil-Mode", ModeName(snap.mode));
-    res.set_header("X-Veil-Fail-Closed", snap.fail_closed ? "1" : "0");
-    res.set_header("X-Veil-Frame-Age-Ms", std::to_string(int64_t(snap.age_ms)));
-    res.set_content(reinterpret_cast<const char*>(snap.image.bytes.data()), snap.image.bytes.size(), "image/jpeg");
+    res.SetHeader("Cache-Control", "no-store");
+    res.SetHeader("X-Veil-Frame", std::to_string(snap.frame));
+    res.SetHeader("X-Veil-Mode", ModeName(snap.mode));
+    res.SetHeader("X-Veil-Fail-Closed", snap.fail_closed ? "1" : "0");
+    res.SetHeader("X-Veil-Frame-Age-Ms", std::to_string(int64_t(snap.age_ms)));
+    res.SetContent(std::string(snap.image.bytes.begin(), snap.image.bytes.end()), "image/jpeg");
   });
   // The session's figures over the last server.history_s, one point per interval, as columns.
-  h.Get(sid + "/history", [this](const httplib::Request& req, httplib::Response& res) {
+  h.Get(sid + "/history", [this](const http::Request& req, http::Response& res) {
     std::vector<HistoryPoint> pts;
     if (ApiError e = sessions_->History(req.matches[1], &pts)) return Error(res, e.http, e.message);
     json t = json::array(), fps = json::array(), p99 = json::array(), fc = json::array(), stale = json::array();
@@ -364,7 +353,7 @@ void HttpApi::Routes() {
                      {"fail_closed_per_s", fc},
                      {"stale_drops_per_s", stale}});
   });
-  h.Put(sid + "/privacy", [this](const httplib::Request& req, httplib::Response& res) {
+  h.Put(sid + "/privacy", [this](const http::Request& req, http::Response& res) {
     json b;
     if (!ParseBody(req, res, {"mode"}, &b)) return;
     std::string mode;
@@ -376,7 +365,7 @@ void HttpApi::Routes() {
     Reply(res, 200, {{"id", std::string(req.matches[1])}, {"mode", mode}, {"previous", ModeName(previous)},
                      {"changed_by", caller}, {"at", UtcNowIso()}});
   });
-  h.Post(sid + "/viewers", [this](const httplib::Request& req, httplib::Response& res) {
+  h.Post(sid + "/viewers", [this](const http::Request& req, http::Response& res) {
     json b;
     if (!ParseBody(req, res, {"host", "video_port", "audio_port"}, &b)) return;
     std::string host = "127.0.0.1";
@@ -389,20 +378,20 @@ void HttpApi::Routes() {
       return Error(res, e.http, e.message);
     SessionInfo info;
     sessions_->Get(req.matches[1], &info);
-    res.set_header("Location", "/v1/sessions/" + std::string(req.matches[1]) + "/viewers/" + v.id);
+    res.SetHeader("Location", "/v1/sessions/" + std::string(req.matches[1]) + "/viewers/" + v.id);
     Reply(res, 201,
           {{"id", v.id}, {"host", v.host}, {"video_port", v.video_port}, {"audio_port", v.audio_port},
            {"sdp", MakeSdp({"veil " + info.id, v.host, info.codec, v.video_port, v.audio_port, "recvonly"})}});
   });
-  h.Delete(sid + "/viewers/([A-Za-z0-9]{1,16})", [this](const httplib::Request& req, httplib::Response& res) {
+  h.Delete(sid + "/viewers/([A-Za-z0-9]{1,16})", [this](const http::Request& req, http::Response& res) {
     if (ApiError e = sessions_->RemoveViewer(req.matches[1], req.matches[2], Caller(req)))
       return Error(res, e.http, e.message);
     res.status = 204;
   });
-  h.Get("/v1/events", [this](const httplib::Request& req, httplib::Response& res) {
+  h.Get("/v1/events", [this](const http::Request& req, http::Response& res) {
     uint64_t after = 0;
-    if (req.has_param("after")) {
-      const std::string a = req.get_param_value("after");
+    if (req.HasParam("after")) {
+      const std::string a = req.Param("after");
       auto r = std::from_chars(a.data(), a.data() + a.size(), after);
       if (a.empty() || r.ec != std::errc() || r.ptr != a.data() + a.size())
         return Error(res, 400, "'after' must be an event sequence number");
@@ -412,7 +401,7 @@ void HttpApi::Routes() {
       list.push_back({{"seq", e.seq}, {"time", e.time}, {"type", e.type}, {"session", e.session}, {"detail", e.detail}});
     Reply(res, 200, {{"events", list}});
   });
-  h.Put("/v1/debug/inference", [this](const httplib::Request& req, httplib::Response& res) {
+  h.Put("/v1/debug/inference", [this](const http::Request& req, http::Response& res) {
     json b;
     if (!ParseBody(req, res, {"stall", "fail"}, &b)) return;
     bool stall = false, fail = false;

@@ -1,4 +1,4 @@
-// The control API over HTTP/1.1 (cpp-httplib): JSON, versioned paths,
+// The control API over HTTP/1.1 (http/server.h): JSON, versioned paths,
 // bearer-token auth, strict input validation. Routes (docs/api.md):
 //   GET  /healthz  /readyz  /metrics
 //   GET|POST /v1/sessions            GET|DELETE /v1/sessions/{id}
@@ -16,12 +16,10 @@
 
 #include "core/metrics.h"
 #include "core/status.h"
+#include "http/router.h"
+#include "http/server.h"
 #include "server/session_manager.h"
 #include "server/webrtc_api.h"
-
-namespace httplib {
-class Server;
-}
 
 namespace veil {
 
@@ -37,8 +35,8 @@ class HttpApi {
  private:
   HttpApi() = default;
   void Routes();
-  std::unique_ptr<httplib::Server> http_;
-  std::thread thread_;
+  http::Router router_;
+  std::unique_ptr<http::Server> http_;
   SessionManager* sessions_ = nullptr;
   MetricsRegistry* metrics_ = nullptr;
   ServerSettings settings_;

@@ -1,23 +1,22 @@
 #include "server/http_util.h"
 
 #include <arpa/inet.h>
-#include <httplib.h>
 
 #include <algorithm>
 #include <cctype>
 
 namespace veil {
 
-void Reply(httplib::Response& res, int status, const nlohmann::json& body) {
+void Reply(http::Response& res, int status, const nlohmann::json& body) {
   res.status = status;
-  res.set_content(body.dump(2) + "\n", "application/json");
+  res.SetContent(body.dump(2) + "\n", "application/json");
 }
 
-void Error(httplib::Response& res, int status, const std::string& why) { Reply(res, status, {{"error", why}}); }
+void Error(http::Response& res, int status, const std::string& why) { Reply(res, status, {{"error", why}}); }
 
-std::string Caller(const httplib::Request& req) {
+std::string Caller(const http::Request& req) {
   std::string c = req.remote_addr + ":" + std::to_string(req.remote_port);
-  const std::string name = req.get_header_value("X-Veil-Caller");
+  const std::string name = req.Header("X-Veil-Caller");
   if (!name.empty()) {
     std::string clean;
     for (char ch : name.substr(0, 64))
@@ -33,9 +32,9 @@ bool TimingSafeEqual(const std::string& a, const std::string& b) {
   return diff == 0;
 }
 
-bool BearerOk(const httplib::Request& req, const std::string& token) {
+bool BearerOk(const http::Request& req, const std::string& token) {
   if (token.empty()) return true;
-  const std::string auth = req.get_header_value("Authorization");
+  const std::string auth = req.Header("Authorization");
   return auth.rfind("Bearer ", 0) == 0 && TimingSafeEqual(auth.substr(7), token);
 }
 
@@ -61,14 +60,14 @@ bool HostAllowed(const std::string& host_header, const std::vector<std::string>&
   return std::find(names.begin(), names.end(), h) != names.end();
 }
 
-bool SameOrigin(const httplib::Request& req) {
-  if (!req.has_header("Origin")) return true;
-  const std::string origin = req.get_header_value("Origin");
+bool SameOrigin(const http::Request& req) {
+  if (!req.HasHeader("Origin")) return true;
+  const std::string origin = req.Header("Origin");
   const size_t scheme = origin.find("://");
   if (scheme == std::string::npos) return false;  // "null" and anything malformed
   std::string authority = origin.substr(scheme + 3);
   if (authority.find('/') != std::string::npos) return false;
-  std::string host = req.get_header_value("Host");
+  std::string host = req.Header("Host");
   std::transform(authority.begin(), authority.end(), authority.begin(), [](unsigned char c) { return char(std::tolower(c)); });
   std::transform(host.begin(), host.end(), host.begin(), [](unsigned char c) { return char(std::tolower(c)); });
   if (authority == host) return true;
@@ -77,13 +76,13 @@ bool SameOrigin(const httplib::Request& req) {
   return authority + dflt == host || authority == host + dflt;
 }
 
-void PageHeaders(httplib::Response& res) {
-  res.set_header("Content-Security-Policy",
+void PageHeaders(http::Response& res) {
+  res.SetHeader("Content-Security-Policy",
                  "default-src 'none'; script-src 'self' 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; "
                  "img-src 'self' data: blob:; media-src 'self' blob:; base-uri 'none'; form-action 'none'; "
                  "frame-ancestors 'none'");
-  res.set_header("X-Content-Type-Options", "nosniff");
-  res.set_header("Cache-Control", "no-store");
+  res.SetHeader("X-Content-Type-Options", "nosniff");
+  res.SetHeader("Cache-Control", "no-store");
 }
 
 }  // namespace veil

@@ -5,22 +5,19 @@
 
 #include <nlohmann/json.hpp>
 
-namespace httplib {
-struct Request;
-struct Response;
-}  // namespace httplib
+#include "http/message.h"
 
 namespace veil {
 
-void Reply(httplib::Response& res, int status, const nlohmann::json& body);
+void Reply(http::Response& res, int status, const nlohmann::json& body);
 // A JSON error body {"error": why}.
-void Error(httplib::Response& res, int status, const std::string& why);
+void Error(http::Response& res, int status, const std::string& why);
 // Who asked: the peer address, plus a caller name the client may give
 // (X-Veil-Caller, sanitized), for the audit trail.
-std::string Caller(const httplib::Request& req);
+std::string Caller(const http::Request& req);
 bool TimingSafeEqual(const std::string& a, const std::string& b);
 // True when `token` is empty or the request carries "Authorization: Bearer <token>".
-bool BearerOk(const httplib::Request& req, const std::string& token);
+bool BearerOk(const http::Request& req, const std::string& token);
 // The host part of a Host header ("a.example:8080" -> "a.example", "[::1]:80" -> "::1"), lower case.
 std::string HostName(const std::string& host_header);
 // DNS rebinding guard: a Host header that names this server: empty (no browser
@@ -30,8 +27,8 @@ bool HostAllowed(const std::string& host_header, const std::vector<std::string>&
 // Cross-site request guard for state-changing routes: no Origin header (not a
 // browser's cross-site request), or an Origin whose host:port is the request's
 // Host (the server's own pages). "null" origins are refused.
-bool SameOrigin(const httplib::Request& req);
+bool SameOrigin(const http::Request& req);
 // Security headers for the embedded pages (inline script and style, same-origin calls only).
-void PageHeaders(httplib::Response& res);
+void PageHeaders(http::Response& res);
 
 }  // namespace veil

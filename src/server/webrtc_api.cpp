@@ -1,6 +1,5 @@
 #include "server/webrtc_api.h"
 
-#include <httplib.h>
 
 #include <algorithm>
 
@@ -39,25 +38,25 @@ std::string WebRtcRoutes::Admit(Gate& g) {
   return "";
 }
 
-void WebRtcRoutes::Cors(httplib::Response& res) const {
-  res.set_header("Access-Control-Allow-Origin", s_.allow_origin);
-  res.set_header("Access-Control-Expose-Headers", "Location, Accept-Post, Retry-After");
-  if (s_.allow_origin != "*") res.set_header("Vary", "Origin");
+void WebRtcRoutes::Cors(http::Response& res) const {
+  res.SetHeader("Access-Control-Allow-Origin", s_.allow_origin);
+  res.SetHeader("Access-Control-Expose-Headers", "Location, Accept-Post, Retry-After");
+  if (s_.allow_origin != "*") res.SetHeader("Vary", "Origin");
 }
 
-void WebRtcRoutes::Offer(const httplib::Request& req, httplib::Response& res, bool publish) {
+void WebRtcRoutes::Offer(const http::Request& req, http::Response& res, bool publish) {
   const char* kind = publish ? "whip" : "whep";
   Cors(res);
   const std::string& token = publish ? s_.publish_token : s_.view_token;
   if (!BearerOk(req, token)) {
     Offers(kind, "refused").Inc();
-    res.set_header("WWW-Authenticate", "Bearer");
+    res.SetHeader("WWW-Authenticate", "Bearer");
     return Error(res, 401, std::string(publish ? "publishing" : "watching") + " needs Authorization: Bearer <token>");
   }
-  const std::string ct = req.get_header_value("Content-Type");
+  const std::string ct = req.Header("Content-Type");
   if (ct.rfind("application/sdp", 0) != 0) {
     Offers(kind, "refused").Inc();
-    res.set_header("Accept-Post", "application/sdp");
+    res.SetHeader("Accept-Post", "application/sdp");
     return Error(res, 415, "the offer must be sent as Content-Type: application/sdp");
   }
   const std::string id = req.matches[1];
@@ -68,7 +67,7 @@ void WebRtcRoutes::Offer(const httplib::Request& req, httplib::Response& res, bo
   Gate& gate = publish ? whip_ : whep_;
   if (std::string why = Admit(gate); !why.empty()) {
     Offers(kind, "throttled").Inc();
-    res.set_header("Retry-After", "1");
+    res.SetHeader("Retry-After", "1");
     return Error(res, 429, why);
   }
   struct Release {  // the slot is given back however the negotiation ends, an exception included
@@ -79,25 +78,25 @@ void WebRtcRoutes::Offer(const httplib::Request& req, httplib::Response& res, bo
   const ApiError e = publish ? sessions_->Publish(id, req.body, Caller(req), &a) : sessions_->Watch(id, req.body, Caller(req), &a);
   if (e) {
     Offers(kind, e.http >= 500 ? "failed" : "refused").Inc();
-    if (e.http == 503) res.set_header("Retry-After", "5");
+    if (e.http == 503) res.SetHeader("Retry-After", "5");
     return Error(res, e.http, e.message);
   }
   Offers(kind, "ok").Inc();
   res.status = 201;
-  res.set_header("Location", std::string("/") + kind + "/" + a.session + "/" + a.resource);
-  res.set_content(a.sdp, "application/sdp");
+  res.SetHeader("Location", std::string("/") + kind + "/" + a.session + "/" + a.resource);
+  res.SetContent(a.sdp, "application/sdp");
 }
 
-void WebRtcRoutes::Register(httplib::Server& h) {
+void WebRtcRoutes::Register(http::Router& h) {
   for (const bool publish : {true, false}) {
     const std::string base = publish ? "/whip/" : "/whep/";
     const std::string sid = base + "([A-Za-z0-9_-]{1,64})";
     const std::string rid = sid + "/([A-Za-z0-9]{1,16})";
-    h.Post(sid, [this, publish](const httplib::Request& req, httplib::Response& res) { Offer(req, res, publish); });
-    h.Delete(rid, [this, publish](const httplib::Request& req, httplib::Response& res) {
+    h.Post(sid, [this, publish](const http::Request& req, http::Response& res) { Offer(req, res, publish); });
+    h.Delete(rid, [this, publish](const http::Request& req, http::Response& res) {
       Cors(res);
       if (!BearerOk(req, publish ? s_.publish_token : s_.view_token)) {
-        res.set_header("WWW-Authenticate", "Bearer");
+        res.SetHeader("WWW-Authenticate", "Bearer");
         return Error(res, 401, "missing or wrong bearer token");
       }
       const std::string id = req.matches[1], resource = req.matches[2];
@@ -115,19 +114,19 @@ void WebRtcRoutes::Register(httplib::Server& h) {
       if (e) return Error(res, e.http, e.message);
       res.status = 200;
     });
-    h.Patch(rid, [this](const httplib::Request&, httplib::Response& res) {
+    h.Patch(rid, [this](const http::Request&, http::Response& res) {
       Cors(res);
-      res.set_header("Allow", "DELETE, OPTIONS");
+      res.SetHeader("Allow", "DELETE, OPTIONS");
       Error(res, 405, "trickle ICE and ICE restarts are not supported: send a complete offer (non-trickle)");
     });
     for (const std::string& path : {sid, rid}) {
-      h.Options(path, [this, path, rid](const httplib::Request&, httplib::Response& res) {
+      h.Options(path, [this, path, rid](const http::Request&, http::Response& res) {
         Cors(res);
         const bool resource = path == rid;
-        res.set_header("Access-Control-Allow-Methods", resource ? "DELETE, OPTIONS" : "POST, OPTIONS");
-        res.set_header("Access-Control-Allow-Headers", "Authorization, Content-Type, If-Match");
-        res.set_header("Access-Control-Max-Age", "600");
-        if (!resource) res.set_header("Accept-Post", "application/sdp");
+        res.SetHeader("Access-Control-Allow-Methods", resource ? "DELETE, OPTIONS" : "POST, OPTIONS");
+        res.SetHeader("Access-Control-Allow-Headers", "Authorization, Content-Type, If-Match");
+        res.SetHeader("Access-Control-Max-Age", "600");
+        if (!resource) res.SetHeader("Accept-Post", "application/sdp");
         res.status = 204;
       });
     }

@@ -19,20 +19,15 @@
 
 #include "config/config.h"
 #include "core/metrics.h"
+#include "http/router.h"
 #include "server/session_manager.h"
-
-namespace httplib {
-class Server;
-struct Request;
-struct Response;
-}  // namespace httplib
 
 namespace veil {
 
 class WebRtcRoutes {
  public:
   WebRtcRoutes(SessionManager* sessions, MetricsRegistry* metrics, const WebRtcSettings& s);
-  void Register(httplib::Server& h);
+  void Register(http::Router& h);
 
  private:
   // Rate and concurrency of one kind of offer (WHIP or WHEP).
@@ -43,8 +38,8 @@ class WebRtcRoutes {
   };
   // Admission of one offer: "" when admitted (release with --g.pending), else why not.
   std::string Admit(Gate& g);
-  void Cors(httplib::Response& res) const;
-  void Offer(const httplib::Request& req, httplib::Response& res, bool publish);
+  void Cors(http::Response& res) const;
+  void Offer(const http::Request& req, http::Response& res, bool publish);
   Counter& Offers(const char* kind, const char* result);
 
   SessionManager* sessions_;

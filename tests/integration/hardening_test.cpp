@@ -4,10 +4,13 @@
 
 #include <httplib.h>
 
+#include <sys/resource.h>
+
 #include <atomic>
 #include <chrono>
 #include <thread>
 
+#include "raw_socket.h"
 #include "server_process.h"
 
 namespace veil::test {
@@ -21,6 +24,59 @@ httplib::Result PostSdp(httplib::Client& c, const std::string& path, const std::
   httplib::Headers h;
   if (!token.empty()) h.emplace("Authorization", "Bearer " + token);
   return c.Post(path.c_str(), h, kBadOffer, "application/sdp");
+}
+
+// Reproduced on cpp-httplib 0.11: with 200 idle connections /healthz did not answer within
+// 30 s, and with 16 slow-header sockets it took 19 s; chunked bodies were not bounded.
+TEST(Hardening, TheControlPlaneAnswersUnderPreAuthAbuse) {
+  rlimit rl{};
+  getrlimit(RLIMIT_NOFILE, &rl);
+  if (rl.rlim_cur < 1400 && rl.rlim_max >= 1400) {
+    rl.rlim_cur = 1400;
+    setrlimit(RLIMIT_NOFILE, &rl);
+  }
+  ASSERT_GE(rl.rlim_cur, 1400u) << "this test needs 1400 descriptors (ulimit -n)";
+  ServerProcess server({});
+  ASSERT_TRUE(server.ok()) << server.log();
+  std::vector<int> idle, slow;
+  for (int i = 0; i < 1000; ++i) idle.push_back(Connect(server.port()));
+  for (int i = 0; i < 64; ++i) {
+    slow.push_back(Connect(server.port()));
+    Send(slow.back(), "GET /healthz HTTP/1.1\r\n");
+  }
+  ASSERT_EQ(std::count(idle.begin(), idle.end(), -1) + std::count(slow.begin(), slow.end(), -1), 0);
+  // Three seconds of slow-header trickle, /healthz probed on fresh connections throughout.
+  double worst_ms = 0;
+  int answered = 0;
+  for (int round = 0; round < 6; ++round) {
+    for (int fd : slow) Send(fd, "X-Slow-" + std::to_string(round) + ": a");
+    const auto t0 = std::chrono::steady_clock::now();
+    const int fd = Connect(server.port());
+    Send(fd, "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+    const std::string r = ReadResponse(fd, 5000);
+    close(fd);
+    worst_ms = std::max(worst_ms, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    answered += r.rfind("HTTP/1.1 200", 0) == 0;
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+  EXPECT_EQ(answered, 6);
+  EXPECT_LT(worst_ms, 1000) << "healthz under 1000 idle + 64 slow-header connections";
+  // A chunked body past the 64 KiB limit is refused, not buffered.
+  const int fd = Connect(server.port());
+  Send(fd, "POST /v1/sessions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+           "Transfer-Encoding: chunked\r\n\r\n");
+  for (int i = 0; i < 12; ++i) Send(fd, "2000\r\n" + std::string(8192, ' ') + "\r\n");
+  const std::string r = ReadAll(fd, 5000);
+  close(fd);
+  EXPECT_EQ(r.rfind("HTTP/1.1 413", 0), 0u) << r;
+  const Reply m = server.Call("GET", "/metrics");
+  EXPECT_NE(m.text.find("veil_http_rejected_total{reason=\"body_too_large\"} 1"), std::string::npos);
+  const size_t at = m.text.find("\nveil_http_connections ");
+  ASSERT_NE(at, std::string::npos);
+  EXPECT_GE(std::stoi(m.text.substr(at + 23)), 1064) << "the abusive connections were all held open";
+  for (int f : idle) close(f);
+  for (int f : slow) close(f);
+  EXPECT_TRUE(server.alive());
 }
 
 // Reproduced: 40 unauthenticated WHEP offers to a session that does not exist got 23 x 404 and
