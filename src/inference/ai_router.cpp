@@ -127,7 +127,7 @@ AiRouter::~AiRouter() {
 
 void AiRouter::Shutdown() {
   {
-    std::lock_guard lk(stop_mu_);
+    MutexLock lk(stop_mu_);
     if (stop_) return;
     stop_ = true;
   }
@@ -150,7 +150,7 @@ void AiRouter::UpdateGauges() {
 void AiRouter::NoteTarget(uint64_t session, int target) {
   std::string label, from;
   {
-    std::lock_guard lk(mu_);
+    MutexLock lk(mu_);
     auto it = sessions_.find(session);
     if (it == sessions_.end() || it->second.second == target) return;
     const int prev = it->second.second;
@@ -165,7 +165,7 @@ void AiRouter::NoteTarget(uint64_t session, int target) {
 
 std::string AiRouter::Attach(uint64_t session, const std::string& label) {
   {
-    std::lock_guard lk(mu_);
+    MutexLock lk(mu_);
     sessions_[session] = {label, -1};
   }
   auto t = pool_.Assign(session);
@@ -177,7 +177,7 @@ std::string AiRouter::Attach(uint64_t session, const std::string& label) {
 
 void AiRouter::Detach(uint64_t session) {
   {
-    std::lock_guard lk(mu_);
+    MutexLock lk(mu_);
     sessions_.erase(session);
   }
   pool_.Release(session);
@@ -213,7 +213,7 @@ void AiRouter::Submit(DetectRequest r) {
   {
     // A session that was detached (ended) may still submit its last frame from its worker
     // thread: it is not assigned again (that re-registered it and inflated active_streams).
-    std::lock_guard lk(mu_);
+    MutexLock lk(mu_);
     if (!sessions_.count(r.session)) return refuse("the session is not attached to the AI router (it ended)");
   }
   auto a = pool_.Assign(r.session);
@@ -239,7 +239,7 @@ void AiRouter::Reassign(uint64_t session) {
 }
 
 void AiRouter::MarkDown(int t, const std::string& why) {
-  std::lock_guard hk(health_mu_);
+  MutexLock hk(health_mu_);
   const bool was_up = pool_.Snapshot()[t].healthy;
   std::vector<uint64_t> moved = pool_.SetHealthy(t, false, why);
   if (!was_up) return;
@@ -252,14 +252,14 @@ void AiRouter::MarkDown(int t, const std::string& why) {
 }
 
 void AiRouter::MarkUp(int t) {
-  std::lock_guard hk(health_mu_);
+  MutexLock hk(health_mu_);
   pool_.SetHealthy(t, true);
   spdlog::info("AI target '{}' is up again: takes new sessions", targets_[t]->spec.name);
   if (events_) events_("ai_target_up", "", targets_[t]->spec.name);
   // Sessions left without a target while none was healthy get one now.
   std::vector<uint64_t> orphans;
   {
-    std::lock_guard lk(mu_);
+    MutexLock lk(mu_);
     for (const auto& [s, info] : sessions_) orphans.push_back(s);
   }
   for (uint64_t s : orphans)
@@ -309,9 +309,9 @@ void AiRouter::ProbeLoop(int t) {
   int streak = 0;
   for (;;) {
     {
-      std::unique_lock lk(stop_mu_);
-      if (stop_cv_.wait_for(lk, std::chrono::microseconds(int64_t(cfg_.probe_interval_ms * 1000)),
-                            [&] { return stop_; }))
+      MutexLock lk(stop_mu_);
+      if (lk.WaitFor(stop_cv_, std::chrono::microseconds(int64_t(cfg_.probe_interval_ms * 1000)),
+                     [&]() REQUIRES(stop_mu_) { return stop_; }))
         return;
     }
     const bool healthy = pool_.Snapshot()[t].healthy;

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "core/metrics.h"
+#include "core/mutex.h"
 #include "inference/remote_target.h"
 #include "inference/scheduler.h"
 #include "inference/target_pool.h"
@@ -72,7 +73,7 @@ class AiRouter : public DetectionSink {
   Status ProbeLocal(int t);
   void MarkDown(int t, const std::string& why);
   void MarkUp(int t);
-  void Reassign(uint64_t session);  // under health_mu_
+  void Reassign(uint64_t session) REQUIRES(health_mu_);
   void NoteTarget(uint64_t session, int target);
   void UpdateGauges();
 
@@ -81,12 +82,12 @@ class AiRouter : public DetectionSink {
   EventFn events_;
   TargetPool pool_;
   std::vector<std::unique_ptr<Target>> targets_;
-  std::mutex health_mu_;  // serialises marking targets down and up
-  mutable std::mutex mu_;
-  std::map<uint64_t, std::pair<std::string, int>> sessions_;  // label, last target; guarded by mu_
-  std::mutex stop_mu_;
+  Mutex health_mu_;  // serialises marking targets down and up
+  mutable Mutex mu_;
+  std::map<uint64_t, std::pair<std::string, int>> sessions_ GUARDED_BY(mu_);  // label, last target
+  Mutex stop_mu_;
   std::condition_variable stop_cv_;
-  bool stop_ = false;  // guarded by stop_mu_
+  bool stop_ GUARDED_BY(stop_mu_) = false;
   std::atomic<bool> shutting_down_{false};
   Counter* m_moves_ = nullptr;
 };

@@ -95,7 +95,7 @@ void InferenceScheduler::Submit(DetectRequest r) {
   std::vector<Pending> dropped;
   std::vector<DetectOutcome> why;
   {
-    std::lock_guard lk(mu_);
+    MutexLock lk(mu_);
     if (stop_) {
       dropped.push_back({std::move(r), NowMs()});
       why.push_back(DetectOutcome::kShutdown);
@@ -127,9 +127,9 @@ void InferenceScheduler::Submit(DetectRequest r) {
 }
 
 bool InferenceScheduler::TakeBatch(std::vector<Pending>& batch, std::vector<Pending>& stale) {
-  std::unique_lock lk(mu_);
+  MutexLock lk(mu_);
   for (;;) {
-    cv_.wait(lk, [&] { return stop_ || !queue_.empty(); });
+    lk.Wait(cv_, [&]() REQUIRES(mu_) { return stop_ || !queue_.empty(); });
     if (stop_) return false;
     // Drop what is already too old to be worth inference.
     const double now = NowMs();
@@ -149,8 +149,8 @@ bool InferenceScheduler::TakeBatch(std::vector<Pending>& batch, std::vector<Pend
     // Wait for a fuller batch, but never past max_wait after the oldest arrived.
     const double wait_until = queue_.front().submit_ms + cfg_.max_wait_us / 1000.0;
     if (int(queue_.size()) < cfg_.max_batch && NowMs() < wait_until) {
-      cv_.wait_for(lk, std::chrono::microseconds(int64_t((wait_until - NowMs()) * 1000) + 1),
-                   [&] { return stop_ || int(queue_.size()) >= cfg_.max_batch; });
+      lk.WaitFor(cv_, std::chrono::microseconds(int64_t((wait_until - NowMs()) * 1000) + 1),
+                 [&]() REQUIRES(mu_) { return stop_ || int(queue_.size()) >= cfg_.max_batch; });
       if (stop_) return false;
       if (int(queue_.size()) < cfg_.max_batch && NowMs() < wait_until) continue;
       if (queue_.empty()) continue;
@@ -240,7 +240,7 @@ void InferenceScheduler::Run(Detector* det) {
       Finish(batch[i], std::move(r));
     }
     {
-      std::lock_guard lk(mu_);
+      MutexLock lk(mu_);
       in_flight_ -= int(batch.size());
     }
     in_flight_gauge_->Add(-double(batch.size()));
@@ -250,7 +250,7 @@ void InferenceScheduler::Run(Detector* det) {
 void InferenceScheduler::Shutdown() {
   std::deque<Pending> left;
   {
-    std::lock_guard lk(mu_);
+    MutexLock lk(mu_);
     if (stop_ && threads_.empty()) return;
     stop_ = true;
     left.swap(queue_);
@@ -268,7 +268,7 @@ void InferenceScheduler::Shutdown() {
 
 bool InferenceScheduler::SubmitAllIfRoom(std::vector<DetectRequest>& rs) {
   {
-    std::lock_guard lk(mu_);
+    MutexLock lk(mu_);
     if (stop_ || queue_.size() + rs.size() > cfg_.max_queue) return false;
     const double now = NowMs();
     for (auto& r : rs) queue_.push_back({std::move(r), now});
@@ -278,12 +278,12 @@ bool InferenceScheduler::SubmitAllIfRoom(std::vector<DetectRequest>& rs) {
 }
 
 size_t InferenceScheduler::pending() const {
-  std::lock_guard lk(mu_);
+  MutexLock lk(mu_);
   return queue_.size();
 }
 
 int InferenceScheduler::in_flight() const {
-  std::lock_guard lk(mu_);
+  MutexLock lk(mu_);
   return in_flight_;
 }
 

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/metrics.h"
+#include "core/mutex.h"
 #include "core/status.h"
 #include "vision/detector.h"
 
@@ -101,11 +102,11 @@ class InferenceScheduler : public DetectionSink {
   const SchedulerConfig cfg_;
   std::vector<std::unique_ptr<Detector>> detectors_;
   std::vector<std::thread> threads_;
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::condition_variable cv_;
-  std::deque<Pending> queue_;  // guarded by mu_
-  int in_flight_ = 0;          // guarded by mu_
-  bool stop_ = false;          // guarded by mu_
+  std::deque<Pending> queue_ GUARDED_BY(mu_);
+  int in_flight_ GUARDED_BY(mu_) = 0;
+  bool stop_ GUARDED_BY(mu_) = false;
   // Metrics (owned by the registry, which outlives the scheduler).
   Histogram* batch_size_ = nullptr;
   Histogram* queue_ms_ = nullptr;

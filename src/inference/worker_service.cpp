@@ -29,7 +29,7 @@ struct CallState {
 class Service final : public inference::GRPCInferenceService::Service {
  public:
   Service(InferenceScheduler* sched, MetricsRegistry* m, double default_deadline_ms, size_t max_queue)
-      : sched_(sched), default_deadline_ms_(default_deadline_ms), max_queue_(max_queue) {
+      : sched_(sched), max_queue_(max_queue), default_deadline_ms_(default_deadline_ms) {
     for (const char* code : {"ok", "invalid", "deadline", "failed", "unavailable"})
       m_calls_[code] = &m->GetCounter("veil_worker_infer_calls_total", "ModelInfer calls by result",
                                       {{"result", code}});

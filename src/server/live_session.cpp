@@ -90,7 +90,7 @@ Result<std::unique_ptr<LiveSession>> LiveSession::Start(const std::string& id, c
 
 LiveSession::~LiveSession() {
   {
-    std::lock_guard lk(web_mu_);
+    MutexLock lk(web_mu_);
     whip_raw_ = nullptr;
     whip_.reset();  // no more frames from the publisher
   }
@@ -113,7 +113,7 @@ void LiveSession::RequestKeyframe(double min_gap_ms) {
 Status LiveSession::AttachPublisher(const Offer& offer, const WebRtcPeerConfig& c, std::string* answer) {
   if (cfg_.ingest != "webrtc") return Status::Error("this session takes plain RTP ingest, not WHIP");
   {
-    std::lock_guard lk(web_mu_);
+    MutexLock lk(web_mu_);
     if (whip_) return Status::Error("this session already has a publisher");
   }
   const OfferMedia* v = offer.video();
@@ -127,7 +127,7 @@ Status LiveSession::AttachPublisher(const Offer& offer, const WebRtcPeerConfig& 
       },
       answer);
   if (!in) return in.status();
-  std::lock_guard lk(web_mu_);
+  MutexLock lk(web_mu_);
   if (whip_) return Status::Error("this session already has a publisher");
   whip_ = std::move(*in);
   whip_raw_ = whip_.get();
@@ -137,13 +137,13 @@ Status LiveSession::AttachPublisher(const Offer& offer, const WebRtcPeerConfig& 
 Status LiveSession::AddWebViewer(const std::string& key, const Offer& offer, const WebRtcPeerConfig& c,
                                  std::string* answer) {
   {
-    std::lock_guard lk(web_mu_);
+    MutexLock lk(web_mu_);
     if (web_viewers_.count(key)) return Status::Error("viewer " + key + " exists");
   }
   auto v = WhepViewer::Start(offer, c, [this] { RequestKeyframe(300); }, answer);
   if (!v) return v.status();
   std::shared_ptr<WhepViewer> peer = std::move(*v);
-  std::lock_guard lk(web_mu_);
+  MutexLock lk(web_mu_);
   if (Status s = sender_->AddSink(key, [peer](const RtpFrame& f) { return peer->PushVideo(f); }); !s) return s;
   if (audio_) audio_->AddTap(key, [peer](const uint8_t* d, size_t n) { peer->PushAudio(d, n); });
   web_viewers_[key] = {peer, NowMs()};
@@ -154,7 +154,7 @@ Status LiveSession::AddWebViewer(const std::string& key, const Offer& offer, con
 bool LiveSession::RemoveWebViewer(const std::string& key) {
   std::shared_ptr<WhepViewer> peer;
   {
-    std::lock_guard lk(web_mu_);
+    MutexLock lk(web_mu_);
     auto it = web_viewers_.find(key);
     if (it == web_viewers_.end()) return false;
     peer = std::move(it->second.peer);
@@ -169,7 +169,7 @@ bool LiveSession::RemoveWebViewer(const std::string& key) {
 std::map<std::string, std::string> LiveSession::DeadWebViewers(double connect_timeout_ms) {
   std::map<std::string, std::string> dead;
   const double now = NowMs();
-  std::lock_guard lk(web_mu_);
+  MutexLock lk(web_mu_);
   for (auto& [key, v] : web_viewers_) {
     if (std::string e = v.peer->PollError(); !e.empty()) dead[key] = e;
     else if (v.peer->connected_ms() == 0 && now - v.added_ms > connect_timeout_ms)
@@ -179,7 +179,7 @@ std::map<std::string, std::string> LiveSession::DeadWebViewers(double connect_ti
 }
 
 void LiveSession::Fail(const std::string& why) {
-  std::lock_guard lk(mu_);
+  MutexLock lk(mu_);
   if (error_.empty()) error_ = why;
 }
 
@@ -187,11 +187,11 @@ std::string LiveSession::error() {
   for (std::string e : {receiver_ ? receiver_->PollError() : std::string(), sender_->PollError()})
     if (!e.empty()) Fail("transport: " + e);
   {
-    std::lock_guard lk(web_mu_);
+    MutexLock lk(web_mu_);
     if (whip_)
       if (std::string e = whip_->PollError(); !e.empty()) Fail("publisher: " + e);
   }
-  std::lock_guard lk(mu_);
+  MutexLock lk(mu_);
   return error_;
 }
 
@@ -299,7 +299,7 @@ void LiveSession::ProcessOne(Decoded& item) {
   const double t2 = NowMs();
   m_encode_->Observe(t2 - t1);
   {
-    std::lock_guard lk(mu_);
+    MutexLock lk(mu_);
     arrivals_[arrival_next_] = {item.rtp_ts, item.arrival_ms, t2};
     arrival_next_ = (arrival_next_ + 1) % 64;
     privacy_counters_ = privacy_->counters();
@@ -311,7 +311,7 @@ void LiveSession::ProcessOne(Decoded& item) {
   // the frame it replaces goes back to its pool outside the lock.
   FramePtr previous;
   {
-    std::lock_guard lk(out_mu_);
+    MutexLock lk(out_mu_);
     previous = std::move(last_out_.frame);
     last_out_ = {std::move(item.frame), seq, privacy_->mode(), rep.fail_closed, NowMs()};
   }
@@ -320,11 +320,11 @@ void LiveSession::ProcessOne(Decoded& item) {
 Result<SessionSnapshot> LiveSession::Snapshot(int max_width) {
   Output o;
   {
-    std::lock_guard lk(out_mu_);
+    MutexLock lk(out_mu_);
     o = last_out_;  // a reference: the worker never writes to a frame once it has left
   }
   if (!o.frame) return Status::Error("no frame has left the session yet");
-  std::lock_guard lk(snap_mu_);  // one encode at a time per session; others reuse it
+  MutexLock lk(snap_mu_);  // one encode at a time per session; others reuse it
   if (snap_cache_.frame != o.seq || snap_cache_width_ != max_width) {
     auto jpeg = EncodeThumbnail(*o.frame, max_width);
     if (!jpeg) return jpeg.status();
@@ -339,7 +339,7 @@ Result<SessionSnapshot> LiveSession::Snapshot(int max_width) {
 void LiveSession::OnSent(const RtpFrame& f, double sent_ms) {
   double arrival = 0, encoded = 0;
   {
-    std::lock_guard lk(mu_);
+    MutexLock lk(mu_);
     for (const Arrival& a : arrivals_)
       if (a.rtp == f.rtp_ts && a.ms > 0) {
         arrival = a.ms;
@@ -383,7 +383,7 @@ LiveSessionStats LiveSession::stats() const {
   s.viewer_detail = sender_->viewer_stats();
   if (receiver_) s.rtp = receiver_->stats();
   {
-    std::lock_guard lk(web_mu_);
+    MutexLock lk(web_mu_);
     if (whip_) {
       s.has_publisher = true;
       s.publisher = whip_->stats();
@@ -410,7 +410,7 @@ LiveSessionStats LiveSession::stats() const {
     st.p50_ms = h->Quantile(0.5);
     st.p99_ms = h->Quantile(0.99);
   }
-  std::lock_guard lk(mu_);
+  MutexLock lk(mu_);
   s.privacy = privacy_counters_;
   return s;
 }

@@ -20,6 +20,7 @@
 
 #include "core/latest_queue.h"
 #include "core/metrics.h"
+#include "core/mutex.h"
 #include "media/codec.h"
 #include "privacy/privacy_stage.h"
 #include "server/session_history.h"
@@ -142,15 +143,15 @@ class LiveSession {
   const std::string id_;
   const LiveSessionConfig cfg_;
   const double started_ms_;
+  mutable Mutex web_mu_;
   std::unique_ptr<RtpReceiver> receiver_;      // ingest = rtp
-  std::unique_ptr<WhipIngest> whip_;           // ingest = webrtc, once attached (guarded by web_mu_)
+  std::unique_ptr<WhipIngest> whip_ GUARDED_BY(web_mu_);  // ingest = webrtc, once attached
   std::atomic<WhipIngest*> whip_raw_{nullptr};  // the same, for the receiving thread (keyframe requests)
   struct WebViewer {
     std::shared_ptr<WhepViewer> peer;
     double added_ms = 0;
   };
-  mutable std::mutex web_mu_;
-  std::map<std::string, WebViewer> web_viewers_;  // guarded by web_mu_
+  std::map<std::string, WebViewer> web_viewers_ GUARDED_BY(web_mu_);
   std::atomic<double> last_publisher_key_ms_{0};
   std::unique_ptr<RtpSender> sender_;
   std::unique_ptr<UdpRelay> audio_;
@@ -168,16 +169,16 @@ class LiveSession {
   std::atomic<uint64_t> frames_in_{0}, frames_out_{0}, stale_{0}, decode_errors_{0};
   std::atomic<double> last_packet_ms_{-1};
   std::atomic<double> fps_in_{0}, fps_out_{0};
-  mutable std::mutex mu_;
-  PrivacyCounters privacy_counters_;  // guarded by mu_ (copied from the worker)
-  std::string error_;                 // guarded by mu_
+  mutable Mutex mu_;
+  PrivacyCounters privacy_counters_ GUARDED_BY(mu_);  // copied from the worker
+  std::string error_ GUARDED_BY(mu_);
   // RTP timestamp -> arrival of the frame's first packet, for processing latency.
   struct Arrival {
     uint32_t rtp = 0;
     double ms = 0, encoded_ms = 0;
   };
-  Arrival arrivals_[64];  // guarded by mu_
-  size_t arrival_next_ = 0;
+  Arrival arrivals_[64] GUARDED_BY(mu_);
+  size_t arrival_next_ GUARDED_BY(mu_) = 0;
   // The last output frame (worker thread writes, Snapshot() reads).
   struct Output {
     FramePtr frame;
@@ -186,11 +187,11 @@ class LiveSession {
     bool fail_closed = false;
     double at_ms = 0;
   };
-  mutable std::mutex out_mu_;
-  Output last_out_;  // guarded by out_mu_
-  std::mutex snap_mu_;
-  SessionSnapshot snap_cache_;  // guarded by snap_mu_ (frame 0: empty)
-  int snap_cache_width_ = 0;    // guarded by snap_mu_: the max_width it was made for
+  mutable Mutex out_mu_;
+  Output last_out_ GUARDED_BY(out_mu_);
+  Mutex snap_mu_;
+  SessionSnapshot snap_cache_ GUARDED_BY(snap_mu_);  // frame 0: empty
+  int snap_cache_width_ GUARDED_BY(snap_mu_) = 0;    // the max_width it was made for
   SessionHistory history_;      // Tick() feeds it
   // Tick() state.
   double tick_ms_ = 0;

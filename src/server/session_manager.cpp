@@ -93,7 +93,7 @@ Result<std::unique_ptr<SessionManager>> SessionManager::Start(const ServerDeps& 
 SessionManager::~SessionManager() {
   Shutdown();
   {
-    std::lock_guard lk(hk_mu_);
+    MutexLock lk(hk_mu_);
     hk_stop_ = true;
   }
   hk_cv_.notify_all();
@@ -105,7 +105,7 @@ SessionManager::~SessionManager() {
 void SessionManager::AddEvent(const std::string& type, const std::string& session, const std::string& detail) {
   Event e{UtcNowIso(), type, session, detail, 0};
   {
-    std::lock_guard lk(ev_mu_);
+    MutexLock lk(ev_mu_);
     e.seq = ++event_seq_;
     events_.push_back(e);
     if (events_.size() > kMaxEvents) events_.pop_front();
@@ -115,7 +115,7 @@ void SessionManager::AddEvent(const std::string& type, const std::string& sessio
 }
 
 std::vector<Event> SessionManager::Events(uint64_t after_seq) const {
-  std::lock_guard lk(ev_mu_);
+  MutexLock lk(ev_mu_);
   std::vector<Event> out;
   for (const Event& e : events_)
     if (e.seq > after_seq) out.push_back(e);
@@ -152,12 +152,12 @@ ApiError SessionManager::Create(const CreateSpec& spec, const std::string& calle
   std::string id = spec.id;
   uint64_t sched_id = 0;
   if (!id.empty()) {  // the id's previous session is still being destroyed: wait for it (bounded)
-    std::unique_lock el(ending_mu_);
-    if (!ending_cv_.wait_for(el, std::chrono::seconds(3), [&] { return !ending_.count(id); }))
+    MutexLock el(ending_mu_);
+    if (!el.WaitFor(ending_cv_, std::chrono::seconds(3), [&]() REQUIRES(ending_mu_) { return !ending_.count(id); }))
       return {503, "session '" + id + "' is still ending: retry"};
   }
   {
-    std::lock_guard lk(mu_);
+    MutexLock lk(mu_);
     if (draining_) return {503, "the server is shutting down"};
     if (int(sessions_.size()) + creating_ >= deps_.server.max_sessions) {
       m_rejected_->Inc();
@@ -169,7 +169,7 @@ ApiError SessionManager::Create(const CreateSpec& spec, const std::string& calle
       while (sessions_.count(id));
     } else if (sessions_.count(id)) {
       return {409, "session '" + id + "' already exists"};
-    } else if (std::lock_guard el(ending_mu_); ending_.count(id)) {
+    } else if (MutexLock el(ending_mu_); ending_.count(id)) {
       return {503, "session '" + id + "' is still ending: retry"};
     }
     ++creating_;
@@ -184,13 +184,13 @@ ApiError SessionManager::Create(const CreateSpec& spec, const std::string& calle
   } catch (const std::exception& ex) {  // the reserved id and slot are given back below
     s = Status::Error(std::string("exception: ") + ex.what());
   }
-  std::unique_lock lk(mu_);
+  MutexLock lk(mu_);
   --creating_;
   if (!s || draining_) {
     sessions_.erase(id);
     router_->Detach(sched_id);
     if (!s) return {500, "cannot start session: " + s.error()};
-    lk.unlock();
+    lk.Unlock();
     s->reset();
     return {503, "the server is shutting down"};
   }
@@ -199,7 +199,7 @@ ApiError SessionManager::Create(const CreateSpec& spec, const std::string& calle
   // then frees its id for a new session.
   e.session = std::shared_ptr<LiveSession>(s->release(), [this, id](LiveSession* p) {
     delete p;
-    std::lock_guard el(ending_mu_);
+    MutexLock el(ending_mu_);
     ending_.erase(id);
     ending_cv_.notify_all();
   });
@@ -235,13 +235,13 @@ std::shared_ptr<LiveSession> SessionManager::Take(const std::string& id, const s
                                                   const std::string& detail) {
   std::shared_ptr<LiveSession> s;
   {
-    std::lock_guard lk(mu_);
+    MutexLock lk(mu_);
     auto it = sessions_.find(id);
     if (it == sessions_.end() || !it->second.session) return nullptr;
     s = std::move(it->second.session);
     router_->Detach(it->second.sched_id);
     sessions_.erase(it);
-    std::lock_guard el(ending_mu_);
+    MutexLock el(ending_mu_);
     ending_.insert(id);  // until the session is destroyed (its deleter)
     m_sessions_->Set(double(sessions_.size()));
   }
@@ -261,7 +261,7 @@ ApiError SessionManager::Delete(const std::string& id, const std::string& caller
 }
 
 ApiError SessionManager::Get(const std::string& id, SessionInfo* out) const {
-  std::lock_guard lk(mu_);
+  MutexLock lk(mu_);
   auto it = sessions_.find(id);
   if (it == sessions_.end() || !it->second.session) return {404, "no session '" + id + "'"};
   *out = InfoOf(it->second);
@@ -285,7 +285,7 @@ ApiError SessionManager::History(const std::string& id, std::vector<HistoryPoint
 }
 
 std::vector<SessionInfo> SessionManager::List() const {
-  std::lock_guard lk(mu_);
+  MutexLock lk(mu_);
   std::vector<SessionInfo> out;
   for (const auto& [id, e] : sessions_)
     if (e.session) out.push_back(InfoOf(e));
@@ -300,7 +300,7 @@ ApiError SessionManager::AddViewer(const std::string& id, const std::string& hos
     if (Status s = ParseEndpoint(host, audio_port, &a); !s) return {400, "viewer audio " + s.message()};
   if (!deps_.server.any_viewer_host && !IsLoopback(host))
     return {403, "viewers must be on loopback (server.viewer_hosts = loopback), got '" + host + "'"};
-  std::lock_guard lk(mu_);
+  MutexLock lk(mu_);
   auto it = sessions_.find(id);
   if (it == sessions_.end() || !it->second.session) return {404, "no session '" + id + "'"};
   Entry& e = it->second;
@@ -323,7 +323,7 @@ ApiError SessionManager::AddViewer(const std::string& id, const std::string& hos
 ApiError SessionManager::RemoveViewer(const std::string& id, const std::string& viewer, const std::string& caller) {
   std::shared_ptr<LiveSession> web;  // a WebRTC viewer's pipeline is stopped outside the lock
   {
-    std::lock_guard lk(mu_);
+    MutexLock lk(mu_);
     auto it = sessions_.find(id);
     if (it == sessions_.end() || !it->second.session) return {404, "no session '" + id + "'"};
     auto& vs = it->second.info.viewers;
@@ -339,7 +339,7 @@ ApiError SessionManager::RemoveViewer(const std::string& id, const std::string& 
 }
 
 std::shared_ptr<LiveSession> SessionManager::Find(const std::string& id) const {
-  std::lock_guard lk(mu_);
+  MutexLock lk(mu_);
   auto it = sessions_.find(id);
   return it == sessions_.end() ? nullptr : it->second.session;
 }
@@ -388,7 +388,7 @@ ApiError SessionManager::Publish(const std::string& id, const std::string& offer
     const bool taken = s.message().find("already has a publisher") != std::string::npos;
     return {taken ? 409 : 500, (taken ? "" : "WebRTC negotiation failed: ") + s.message()};
   }
-  std::lock_guard lk(mu_);
+  MutexLock lk(mu_);
   auto it = sessions_.find(id);
   if (it == sessions_.end() || it->second.session != session) return {409, "session '" + id + "' ended during the negotiation"};
   it->second.info.publisher = RandomId("p", 6);  // unguessable: the Location is the only handle
@@ -405,7 +405,7 @@ ApiError SessionManager::Publish(const std::string& id, const std::string& offer
 
 ApiError SessionManager::Unpublish(const std::string& id, const std::string& resource, const std::string& caller) {
   {
-    std::lock_guard lk(mu_);
+    MutexLock lk(mu_);
     auto it = sessions_.find(id);
     if (it == sessions_.end() || !it->second.session || it->second.info.publisher.empty() ||
         it->second.info.publisher != resource)
@@ -430,7 +430,7 @@ ApiError SessionManager::Watch(const std::string& id, const std::string& offer_t
   if (!offer) return {unsupported ? 422 : 400, "SDP offer: " + offer.error()};
   std::string key;
   {
-    std::lock_guard lk(mu_);
+    MutexLock lk(mu_);
     auto it = sessions_.find(id);
     if (it == sessions_.end() || it->second.session != session) return {404, "no session '" + id + "'"};
     Entry& e = it->second;
@@ -442,7 +442,7 @@ ApiError SessionManager::Watch(const std::string& id, const std::string& offer_t
   std::string answer;
   const double t0 = NowMs();
   const Status s = session->AddWebViewer(key, *offer, PeerConfig(), &answer);
-  std::lock_guard lk(mu_);
+  MutexLock lk(mu_);
   auto it = sessions_.find(id);
   const bool alive = it != sessions_.end() && it->second.session == session;
   if (!s || !alive) {
@@ -467,7 +467,7 @@ ApiError SessionManager::SetMode(const std::string& id, const std::string& mode,
                                  Mode* previous) {
   auto m = ParseMode(mode);
   if (!m) return {400, m.error()};
-  std::lock_guard lk(mu_);
+  MutexLock lk(mu_);
   auto it = sessions_.find(id);
   if (it == sessions_.end() || !it->second.session) return {404, "no session '" + id + "'"};
   *previous = it->second.session->mode();
@@ -485,7 +485,7 @@ ApiError SessionManager::InjectFault(bool stall, bool fail, const std::string& c
 }
 
 std::string SessionManager::NotReadyReason() const {
-  std::lock_guard lk(mu_);
+  MutexLock lk(mu_);
   if (draining_) return "shutting down";
   if (std::string why = router_->NotReadyReason(); !why.empty()) return why;
   if (int(sessions_.size()) + creating_ >= deps_.server.max_sessions)
@@ -496,14 +496,14 @@ std::string SessionManager::NotReadyReason() const {
 std::vector<TargetState> SessionManager::Targets() const { return router_->Snapshot(); }
 
 size_t SessionManager::session_count() const {
-  std::lock_guard lk(mu_);
+  MutexLock lk(mu_);
   return sessions_.size();
 }
 
 void SessionManager::Shutdown() {
   std::vector<std::string> ids;
   {
-    std::lock_guard lk(mu_);
+    MutexLock lk(mu_);
     draining_ = true;
     for (const auto& [id, e] : sessions_) ids.push_back(id);
   }
@@ -514,8 +514,8 @@ void SessionManager::Housekeeping() {
   double last_cpu = ProcessCpuMs(), last_wall = NowMs();
   for (;;) {
     {
-      std::unique_lock lk(hk_mu_);
-      hk_cv_.wait_for(lk, std::chrono::milliseconds(int(kTickMs)), [&] { return hk_stop_; });
+      MutexLock lk(hk_mu_);
+      lk.WaitFor(hk_cv_, std::chrono::milliseconds(int(kTickMs)), [&]() REQUIRES(hk_mu_) { return hk_stop_; });
       if (hk_stop_) return;
     }
     const double now = NowMs();
@@ -530,7 +530,7 @@ void SessionManager::Housekeeping() {
     std::vector<std::pair<std::string, std::pair<std::string, std::string>>> ending;
     std::vector<std::pair<std::shared_ptr<LiveSession>, std::map<std::string, std::string>>> dead_viewers;
     {
-      std::lock_guard lk(mu_);
+      MutexLock lk(mu_);
       for (auto& [id, e] : sessions_) {
         if (!e.session) continue;
         const LiveSessionStats st = e.session->Tick();
@@ -544,7 +544,8 @@ void SessionManager::Housekeeping() {
           if (!dead.empty()) {
             auto& vs = e.info.viewers;
             for (const auto& [key, why] : dead) {
-              vs.erase(std::remove_if(vs.begin(), vs.end(), [&](const ViewerInfo& v) { return v.id == key; }), vs.end());
+              const std::string& gone = key;  // (clang 14 cannot capture a structured binding)
+              vs.erase(std::remove_if(vs.begin(), vs.end(), [&](const ViewerInfo& v) { return v.id == gone; }), vs.end());
               AddEvent("viewer_removed", id, key + " (" + why + ")");
             }
             dead_viewers.push_back({e.session, std::move(dead)});

@@ -20,6 +20,7 @@
 
 #include "config/config.h"
 #include "core/metrics.h"
+#include "core/mutex.h"
 #include "inference/fault_injection.h"
 #include "inference/ai_router.h"
 #include "server/live_session.h"
@@ -133,30 +134,30 @@ class SessionManager {
   // Removes a session from the table (under mu_) and returns it for destruction outside the lock.
   std::shared_ptr<LiveSession> Take(const std::string& id, const std::string& reason, const std::string& detail);
   void AddEvent(const std::string& type, const std::string& session, const std::string& detail);
-  SessionInfo InfoOf(const Entry& e) const;
+  SessionInfo InfoOf(const Entry& e) const REQUIRES(mu_);
 
   const ServerDeps deps_;
   MetricsRegistry* metrics_;
   std::shared_ptr<FaultInjector> faults_ = std::make_shared<FaultInjector>();
   std::unique_ptr<AiRouter> router_;
-  mutable std::mutex mu_;
-  std::map<std::string, Entry> sessions_;  // guarded by mu_
-  int creating_ = 0;                       // guarded by mu_: sessions being started (count toward the limit)
-  bool draining_ = false;                  // guarded by mu_
+  mutable Mutex mu_;
+  std::map<std::string, Entry> sessions_ GUARDED_BY(mu_);
+  int creating_ GUARDED_BY(mu_) = 0;  // sessions being started (count toward the limit)
+  bool draining_ GUARDED_BY(mu_) = false;
+  uint64_t next_sched_id_ GUARDED_BY(mu_) = 1;
   // Ids whose session left the table but is still being destroyed: its metric
   // series are removed when it is, so a new session may not take the id before
   // (it would get those series and have them freed under it). Lock order: mu_, then ending_mu_.
-  std::mutex ending_mu_;
+  Mutex ending_mu_;
   std::condition_variable ending_cv_;
-  std::set<std::string> ending_;  // guarded by ending_mu_
-  uint64_t next_sched_id_ = 1;             // guarded by mu_
-  mutable std::mutex ev_mu_;
-  std::deque<Event> events_;  // guarded by ev_mu_
-  uint64_t event_seq_ = 0;    // guarded by ev_mu_
+  std::set<std::string> ending_ GUARDED_BY(ending_mu_);
+  mutable Mutex ev_mu_;
+  std::deque<Event> events_ GUARDED_BY(ev_mu_);
+  uint64_t event_seq_ GUARDED_BY(ev_mu_) = 0;
   std::thread housekeeping_;
-  std::mutex hk_mu_;
+  Mutex hk_mu_;
   std::condition_variable hk_cv_;
-  bool hk_stop_ = false;  // guarded by hk_mu_
+  bool hk_stop_ GUARDED_BY(hk_mu_) = false;
   // Server-wide metrics.
   Gauge *m_sessions_ = nullptr, *m_cpu_pct_ = nullptr;
   Counter *m_created_ = nullptr, *m_rejected_ = nullptr, *m_cpu_s_ = nullptr;

@@ -41,7 +41,7 @@ Result<std::unique_ptr<RtpReceiver>> RtpReceiver::Start(const RtpReceiverConfig&
   std::unique_ptr<RtpReceiver> r(new RtpReceiver());
   r->pipeline_ = std::move(*p);
   r->on_frame_ = std::move(on_frame);
-  r->payload_type_ = c.payload_type;
+  r->admission_ = std::make_unique<RtpAdmission>(c.payload_type);
   r->jitterbuffer_ = r->pipeline_.element("jb");
   GstElement* sink = r->pipeline_.element("sink");
   GstAppSinkCallbacks cb{};
@@ -103,7 +103,7 @@ GstPadProbeReturn RtpReceiver::OnRtp(GstPad*, GstPadProbeInfo* info, gpointer se
   if (buf && gst_rtp_buffer_map(buf, GST_MAP_READ, &rtp)) {
     const uint32_t ts = gst_rtp_buffer_get_timestamp(&rtp);
     gst_rtp_buffer_unmap(&rtp);
-    std::lock_guard lk(r->ts_mu_);
+    MutexLock lk(r->ts_mu_);
     TsEntry& last = r->ts_ring_[(r->ts_next_ + 63) % 64];
     if (last.pts != GST_BUFFER_PTS(buf)) {
       r->ts_ring_[r->ts_next_] = {GST_BUFFER_PTS(buf), ts};
@@ -113,25 +113,12 @@ GstPadProbeReturn RtpReceiver::OnRtp(GstPad*, GstPadProbeInfo* info, gpointer se
   return GST_PAD_PROBE_OK;
 }
 
-namespace {
-// A packet of the latched SSRC that cannot belong to the stream so far: its sequence number
-// is far outside loss and reordering (more than 100 behind or 3000 ahead), or its timestamp
-// is more than 5 s away from where the pause since the last packet would put it.
-bool Discontinuous(uint16_t seq, uint32_t ts, double now_ms, uint16_t last_seq, uint32_t last_ts, double last_ms) {
-  const int d_seq = int16_t(uint16_t(seq - last_seq));
-  if (d_seq < -100 || d_seq > 3000) return true;
-  const double expected = (now_ms - last_ms) * 90.0;  // 90 kHz video clock
-  const double d_ts = double(int32_t(ts - last_ts));
-  return std::abs(d_ts - expected) > 5 * 90000.0;
-}
-}  // namespace
-
 GstPadProbeReturn RtpReceiver::OnArrival(GstPad*, GstPadProbeInfo* info, gpointer self) {
   auto* r = static_cast<RtpReceiver*>(self);
   GstBuffer* buf = GST_PAD_PROBE_INFO_BUFFER(info);
   GstRTPBuffer rtp = GST_RTP_BUFFER_INIT;
   if (!buf || !gst_rtp_buffer_map(buf, GST_MAP_READ, &rtp)) {
-    ++r->foreign_;  // not RTP
+    ++r->not_rtp_;
     return GST_PAD_PROBE_DROP;
   }
   const uint32_t ts = gst_rtp_buffer_get_timestamp(&rtp);
@@ -140,71 +127,21 @@ GstPadProbeReturn RtpReceiver::OnArrival(GstPad*, GstPadProbeInfo* info, gpointe
   const uint16_t seq = gst_rtp_buffer_get_seq(&rtp);
   gst_rtp_buffer_unmap(&rtp);
   const double now = NowMs();
-  // One stream at a time (SSRC latching): packets of another SSRC are
-  // dropped here, before the jitter buffer, so stray or forged packets cannot
-  // move its sequence and timestamp bases. A stream is established after 8
-  // packets in sequence; until then any other SSRC takes over at once (so
-  // garbage that happened to come first never holds the latch), afterwards
-  // only once the established one has been silent for 250 ms (a publisher
-  // that restarted).
-  if (pt != r->payload_type_) {
-    ++r->foreign_;
-    return GST_PAD_PROBE_DROP;
-  }
-  if (!r->latched_ || (ssrc != r->ssrc_ && (!r->established_ || now - r->ssrc_last_ms_ > 250))) {
-    if (r->latched_ && r->established_) ++r->ssrc_changes_;
-    r->latched_ = true;
-    r->established_ = false;
-    r->ssrc_ = ssrc;
-    r->run_ = 1;
-  } else if (ssrc != r->ssrc_) {
-    ++r->foreign_;
-    return GST_PAD_PROBE_DROP;
-  } else if (r->established_ && Discontinuous(seq, ts, now, r->last_seq_, r->last_ts_, r->ssrc_last_ms_)) {
-    // The same SSRC from a new sequence and timestamp base: a publisher that restarted with a
-    // fixed SSRC (ffmpeg -ssrc, an encoder restart). The jitter buffer would take its packets
-    // for late ones of the old stream (it does not start over on a new base or a new SSRC):
-    // they are renumbered to go on from the old stream, timestamps advanced by the pause.
-    // Taken at once after a pause (>= 100 ms), else when the next packet continues the new
-    // sequence.
-    const bool paused = now - r->ssrc_last_ms_ >= 100;
-    if (!paused && !(r->candidate_ && seq == uint16_t(r->candidate_seq_ + 1))) {
-      r->candidate_ = true;
-      r->candidate_seq_ = seq;
-      ++r->foreign_;
-      return GST_PAD_PROBE_DROP;
-    }
-    r->seq_offset_ = uint16_t(r->last_out_seq_ + 1 - seq);
-    const uint32_t gap = uint32_t(std::max(3000.0, (now - r->ssrc_last_ms_) * 90.0));
-    r->ts_offset_ = r->last_out_ts_ + gap - ts;
-    ++r->restarts_;
-    r->candidate_ = false;
-    r->established_ = false;
-    r->run_ = 1;
-  } else if (seq == uint16_t(r->last_seq_ + 1)) {
-    if (++r->run_ >= 8) r->established_ = true;
-  } else if (!r->established_) {
-    r->run_ = 1;
-  }
-  r->last_seq_ = seq;
-  r->last_ts_ = ts;
-  r->ssrc_last_ms_ = now;
-  const uint16_t out_seq = uint16_t(seq + r->seq_offset_);
-  const uint32_t out_ts = ts + r->ts_offset_;
-  if (r->seq_offset_ != 0 || r->ts_offset_ != 0) {  // after a same-SSRC restart
+  const RtpAdmission::Verdict v = r->admission_->Admit(pt, ssrc, seq, ts, now);
+  if (!v.pass) return GST_PAD_PROBE_DROP;
+  if (v.rewritten) {  // after a same-SSRC restart: the jitter buffer sees one stream
     buf = gst_buffer_make_writable(buf);
     GST_PAD_PROBE_INFO_DATA(info) = buf;
     GstRTPBuffer w = GST_RTP_BUFFER_INIT;
     if (gst_rtp_buffer_map(buf, GST_MAP_WRITE, &w)) {
-      gst_rtp_buffer_set_seq(&w, out_seq);
-      gst_rtp_buffer_set_timestamp(&w, out_ts);
+      gst_rtp_buffer_set_seq(&w, v.seq);
+      gst_rtp_buffer_set_timestamp(&w, v.ts);
       gst_rtp_buffer_unmap(&w);
     }
   }
-  r->last_out_seq_ = out_seq;
-  r->last_out_ts_ = out_ts;
+  const uint32_t out_ts = v.ts;
   {
-    std::lock_guard lk(r->ts_mu_);
+    MutexLock lk(r->ts_mu_);
     // A frame's packets arrive together: only a new timestamp starts an entry.
     const ArrivalEntry& newest = r->arrival_ring_[(r->arrival_next_ + 63) % 64];
     if (newest.rtp == out_ts && newest.ms > 0) return GST_PAD_PROBE_OK;
@@ -228,7 +165,7 @@ GstFlowReturn RtpReceiver::OnSample(GstElement* sink, gpointer self) {
     gst_buffer_unmap(buf, &map);
     uint32_t rtp_ts = 0;
     {
-      std::lock_guard lk(r->ts_mu_);
+      MutexLock lk(r->ts_mu_);
       for (const TsEntry& e : r->ts_ring_)
         if (e.pts == GST_BUFFER_PTS(buf)) rtp_ts = e.rtp;
       for (const ArrivalEntry& e : r->arrival_ring_)
@@ -244,9 +181,9 @@ GstFlowReturn RtpReceiver::OnSample(GstElement* sink, gpointer self) {
 RtpReceiverStats RtpReceiver::stats() const {
   RtpReceiverStats s;
   s.frames = frames_.load();
-  s.foreign = foreign_.load();
-  s.ssrc_changes = ssrc_changes_.load();
-  s.restarts = restarts_.load();
+  s.foreign = not_rtp_.load() + admission_->foreign();
+  s.ssrc_changes = admission_->ssrc_changes();
+  s.restarts = admission_->restarts();
   if (!jitterbuffer_) return s;
   GstStructure* st = nullptr;
   g_object_get(jitterbuffer_, "stats", &st, nullptr);

@@ -9,9 +9,11 @@
 #include <mutex>
 #include <string>
 
+#include "core/mutex.h"
 #include "core/status.h"
 #include "media/codec.h"
 #include "transport/gst_util.h"
+#include "transport/rtp/rtp_admission.h"
 
 namespace veil {
 
@@ -61,38 +63,24 @@ class RtpReceiver {
   OnFrame on_frame_;
   int port_ = 0;
   std::atomic<uint64_t> frames_{0};
-  std::mutex ts_mu_;
+  Mutex ts_mu_;
   // PTS -> RTP timestamp of the packets entering the depayloader (small ring).
   struct TsEntry {
     GstClockTime pts = GST_CLOCK_TIME_NONE;
     uint32_t rtp = 0;
   };
-  TsEntry ts_ring_[64];  // guarded by ts_mu_
-  size_t ts_next_ = 0;   // guarded by ts_mu_
+  TsEntry ts_ring_[64] GUARDED_BY(ts_mu_);
+  size_t ts_next_ GUARDED_BY(ts_mu_) = 0;
   // RTP timestamp -> arrival of its first packet at the socket (small ring).
   struct ArrivalEntry {
     uint32_t rtp = 0;
     double ms = 0;
   };
-  ArrivalEntry arrival_ring_[64];  // guarded by ts_mu_
-  size_t arrival_next_ = 0;        // guarded by ts_mu_
-  // SSRC latching (udpsrc's streaming thread only).
-  int payload_type_ = 96;
-  bool latched_ = false, established_ = false;
-  uint32_t ssrc_ = 0;
-  uint16_t last_seq_ = 0;
-  uint32_t last_ts_ = 0;
-  int run_ = 0;  // packets in sequence since the latch
-  double ssrc_last_ms_ = 0;
-  // After a restart with the same SSRC, sequence numbers and timestamps are rewritten to go
-  // on from the old stream's (as an SFU does), so the jitter buffer sees one stream. A
-  // candidate restart that follows the old stream without a pause must be confirmed by its
-  // next packet.
-  uint16_t seq_offset_ = 0, last_out_seq_ = 0;
-  uint32_t ts_offset_ = 0, last_out_ts_ = 0;
-  bool candidate_ = false;
-  uint16_t candidate_seq_ = 0;
-  std::atomic<uint64_t> foreign_{0}, ssrc_changes_{0}, restarts_{0};
+  ArrivalEntry arrival_ring_[64] GUARDED_BY(ts_mu_);
+  size_t arrival_next_ GUARDED_BY(ts_mu_) = 0;
+  // SSRC latching and restart following (udpsrc's streaming thread; its counters are atomic).
+  std::unique_ptr<RtpAdmission> admission_;
+  std::atomic<uint64_t> not_rtp_{0};  // datagrams that are not RTP at all
 };
 
 }  // namespace veil
