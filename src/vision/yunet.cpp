@@ -22,10 +22,12 @@ void CopyPlanes(const cv::Mat& im, cv::Size padded, float* c0, float* c1, float*
 }  // namespace
 
 const std::vector<std::string>& YuNetOutputNames() {
-  static const std::vector<std::string> n = {"cls_8",  "cls_16",  "cls_32",  "obj_8",
-                                             "obj_16", "obj_32",  "bbox_8",  "bbox_16",
-                                             "bbox_32", "kps_8",  "kps_16",  "kps_32"};
-  return n;
+  // Never destroyed: a detection still running on another thread when the process exits
+  // must not read freed names (fuzz_api found this at exit).
+  static const auto* n = new std::vector<std::string>{"cls_8",  "cls_16",  "cls_32",  "obj_8",
+                                                      "obj_16", "obj_32",  "bbox_8",  "bbox_16",
+                                                      "bbox_32", "kps_8",  "kps_16",  "kps_32"};
+  return *n;
 }
 
 int YuNetAnchors(int index, cv::Size padded) {
