@@ -49,7 +49,7 @@ void RegisterPublish(CLI::App& app, int* rc) {
   struct Opts {
     std::string server = "http://127.0.0.1:8080", input, session, mode, token;
     double seconds = 0;
-    bool once = false, keep = false;
+    bool once = false, keep = false, attach = false;
   };
   auto o = std::make_shared<Opts>();
   CLI::App* sub = app.add_subcommand("publish", "Create a session and send a file to it as live RTP (paced, looping)");
@@ -61,6 +61,8 @@ void RegisterPublish(CLI::App& app, int* rc) {
       ->check(CLI::Range(0.0, 604800.0));
   sub->add_flag("--once", o->once, "Send the file once instead of looping");
   sub->add_flag("--keep", o->keep, "Leave the session on the server when done (it ends on the publisher timeout)");
+  sub->add_flag("--attach", o->attach,
+                "Send to the existing --session instead of creating one (a publisher or encoder restart); implies --keep");
   sub->add_option("--token", o->token, "Bearer token (or $VEIL_TOKEN)")->envname("VEIL_TOKEN");
   sub->callback([o, rc] {
     InstallStopHandlers();
@@ -68,12 +70,18 @@ void RegisterPublish(CLI::App& app, int* rc) {
     if (!clip) return Fail(rc, 2, clip.error());
     auto api = ApiClient::Create(o->server, o->token);
     if (!api) return Fail(rc, 2, api.error());
+    if (o->attach && o->session.empty()) return Fail(rc, 2, "--attach needs --session");
+    if (o->attach) o->keep = true;  // the session is not this publisher's to end
     json req = {{"codec", (*clip)->info.video_codec}, {"audio", (*clip)->info.has_opus}};
     if (!o->session.empty()) req["id"] = o->session;
     if (!o->mode.empty()) req["mode"] = o->mode;
-    auto r = (*api)->Call("POST", "/v1/sessions", req);
+    auto r = o->attach ? (*api)->Call("GET", "/v1/sessions/" + o->session) : (*api)->Call("POST", "/v1/sessions", req);
     if (!r) return Fail(rc, 3, r.error());
-    if (r->status != 201) return Fail(rc, 3, "cannot create the session: " + r->error());
+    if (r->status != (o->attach ? 200 : 201))
+      return Fail(rc, 3, std::string(o->attach ? "cannot find" : "cannot create") + " the session: " + r->error());
+    if (o->attach && r->body.value("codec", "") != (*clip)->info.video_codec)
+      return Fail(rc, 2, "session '" + o->session + "' takes " + r->body.value("codec", "?") + ", the file is " +
+                             (*clip)->info.video_codec);
     const json s = r->body;
     const std::string id = s["id"];
     PublisherConfig pc;
@@ -84,7 +92,7 @@ void RegisterPublish(CLI::App& app, int* rc) {
     pc.seconds = o->seconds;
     auto pub = RtpPublisher::Start(*clip, pc);
     if (!pub) {
-      (*api)->Call("DELETE", "/v1/sessions/" + id);
+      if (!o->attach) (*api)->Call("DELETE", "/v1/sessions/" + id);
       return Fail(rc, 3, pub.error());
     }
     std::printf("%s\n", json({{"session", id}, {"video_port", pc.video_port}, {"audio_port", pc.audio_port},

@@ -6,7 +6,8 @@
 namespace veil::cli {
 
 // Blocks SIGINT and SIGTERM in this and every later thread (WaitForStop
-// takes them), ignores SIGPIPE, logs to stderr. Call before any thread starts.
+// takes them), ignores SIGPIPE, fixes malloc's mmap threshold (bounded RSS over a long
+// run), logs to stderr. Call before any thread starts.
 void PrepareService(sigset_t* stop_signals);
 // Waits for SIGINT or SIGTERM; returns its name.
 const char* WaitForStop(const sigset_t& stop_signals);

@@ -46,15 +46,14 @@ struct AiRouter::Target {
   Counter* downs = nullptr;
 };
 
-AiRouter::AiRouter(const RouterConfig& c, MetricsRegistry* m, EventFn ev)
-    : cfg_(c), metrics_(m), events_(std::move(ev)), pool_(Names(c.targets)) {}
+AiRouter::AiRouter(const RouterConfig& c, EventFn ev) : cfg_(c), events_(std::move(ev)), pool_(Names(c.targets)) {}
 
 Result<std::unique_ptr<AiRouter>> AiRouter::Start(const RouterConfig& c,
                                                   const DetectorFactory& local,
                                                   MetricsRegistry* metrics, EventFn events) {
   if (!metrics) return Status::Error("a metrics registry is required");
   if (Status s = Validate(c); !s) return s;
-  std::unique_ptr<AiRouter> r(new AiRouter(c, metrics, std::move(events)));
+  std::unique_ptr<AiRouter> r(new AiRouter(c, std::move(events)));
   r->m_moves_ = &metrics->GetCounter("veil_ai_session_moves_total",
                                      "Sessions moved to another AI target (failover)");
   for (const TargetSpec& spec : c.targets) {

@@ -68,7 +68,7 @@ class AiRouter : public DetectionSink {
 
  private:
   struct Target;
-  AiRouter(const RouterConfig& c, MetricsRegistry* m, EventFn ev);
+  AiRouter(const RouterConfig& c, EventFn ev);
   void ProbeLoop(int t);
   Status ProbeLocal(int t);
   void MarkDown(int t, const std::string& why);
@@ -78,7 +78,6 @@ class AiRouter : public DetectionSink {
   void UpdateGauges();
 
   const RouterConfig cfg_;
-  MetricsRegistry* metrics_;
   EventFn events_;
   TargetPool pool_;
   std::vector<std::unique_ptr<Target>> targets_;
