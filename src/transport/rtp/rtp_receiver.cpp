@@ -165,11 +165,25 @@ GstFlowReturn RtpReceiver::OnSample(GstElement* sink, gpointer self) {
     gst_buffer_unmap(buf, &map);
     uint32_t rtp_ts = 0;
     {
+      // Newest entry first: an older one may carry the same PTS (garbage or a previous
+      // stream before it, whose timestamps the jitter buffer mapped to the same times), and
+      // taking it gave the frame a stranger's RTP timestamp (server_test GarbageRtpHurtsNoSession
+      // failed about one run in two that way).
       MutexLock lk(r->ts_mu_);
-      for (const TsEntry& e : r->ts_ring_)
-        if (e.pts == GST_BUFFER_PTS(buf)) rtp_ts = e.rtp;
-      for (const ArrivalEntry& e : r->arrival_ring_)
-        if (e.rtp == rtp_ts && e.ms > 0) f.arrival_ms = e.ms;
+      for (size_t k = 1; k <= 64; ++k) {
+        const TsEntry& e = r->ts_ring_[(r->ts_next_ + 64 - k) % 64];
+        if (e.pts == GST_BUFFER_PTS(buf)) {
+          rtp_ts = e.rtp;
+          break;
+        }
+      }
+      for (size_t k = 1; k <= 64; ++k) {
+        const ArrivalEntry& e = r->arrival_ring_[(r->arrival_next_ + 64 - k) % 64];
+        if (e.rtp == rtp_ts && e.ms > 0) {
+          f.arrival_ms = e.ms;
+          break;
+        }
+      }
     }
     ++r->frames_;
     if (r->on_frame_) r->on_frame_(std::move(f), rtp_ts);
