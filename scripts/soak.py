@@ -16,7 +16,7 @@ to the in-process target and back.
 
 Measured after every cycle: the server's RSS, threads and open fds (/proc), and each target's
 active streams (/v1/targets). Once all cycles are done and the server is idle: fds, threads and
-active streams must be back at the idle baseline taken after the warm-up cycles, and RSS growth
+active streams must be back at (or below) the idle baseline taken after the warm-up cycles, and RSS growth
 after the warm-up is reported per 100 cycles.
 
 Privacy against ground truth, no detector: every cycle's recording is sampled (6 frames) and
@@ -99,12 +99,12 @@ def ivf_frames(path):
     return data[:hdr_len], frames
 
 
-def make_clips(media, out, veil_ffmpeg="ffmpeg"):
+def make_clips(media, out):
     """The leakcheck clip, and the same clip switching to 640x360 at frame 60 (a keyframe, 2 s in)."""
     big = os.path.join(media, "leakcheck", "input.ivf")
     small = os.path.join(out, "leakcheck_360.ivf")
     if not os.path.exists(small):
-        subprocess.run([veil_ffmpeg, "-loglevel", "error", "-y", "-i", os.path.join(media, "leakcheck", "master.mkv"),
+        subprocess.run(["ffmpeg", "-loglevel", "error", "-y", "-i", os.path.join(media, "leakcheck", "master.mkv"),
                         "-vf", "scale=640:360:flags=area", "-c:v", "libvpx", "-b:v", "800k", "-g", "60",
                         "-force_key_frames", "expr:eq(n,60)", small], check=True)
     mixed = os.path.join(out, "leakcheck_720_to_360.ivf")
