@@ -25,6 +25,8 @@ PKGS=(
   libmicrohttpd-dev
   # ground-truth privacy checks: ../shared/tools/leakcheck renders clips with known face boxes (Debian's python3)
   python3-opencv python3-numpy
+  # tests/tools/whep_view.py: a WHEP viewer that is not veil's code (GStreamer webrtcbin from Python)
+  python3-gi gir1.2-gst-plugins-bad-1.0 gir1.2-nice-0.1
   # fuzzing (scripts/fuzz.sh): clang with libFuzzer
   clang-14 libfuzzer-14-dev
 )

@@ -8,6 +8,8 @@ every --period seconds, starts a cycle on a new session (up to 3 overlap):
   - `veil publish` sends a clip as live RTP: the leakcheck clip at 1280x720, or the same clip
     switching to 640x360 at a keyframe halfway (a publisher changing resolution);
   - an RTP viewer (`veil view`) joins and records what it gets;
+  - a WHEP viewer (tests/tools/whep_view.py: GStreamer webrtcbin, not veil's code) joins and
+    records too; on even cycles it leaves after 2 s (DELETE) while the session goes on;
   - every 3rd cycle the publisher restarts: a new `veil publish --attach` process (new SSRC,
     new sequence and timestamp bases) carries on into the same session;
   - the session is deleted; the viewer leaves when its stream stops.
@@ -19,7 +21,7 @@ active streams (/v1/targets). Once all cycles are done and the server is idle: f
 active streams must be back at (or below) the idle baseline taken after the warm-up cycles, and RSS growth
 after the warm-up is reported per 100 cycles.
 
-Privacy against ground truth, no detector: every cycle's recording is sampled (6 frames) and
+Privacy against ground truth, no detector: every RTP recording is sampled (6 frames), every WHEP one (3 frames), and
 judged by tests/tools/snapshot_faces.py (leakcheck's own criterion: best-half SSIM of each
 annotated face of min side >= 48 px vs the lossless master); the frame is found by search, so
 dropped or looped frames do not matter. Clear faces (leakcheck's frontal, unoccluded ones) must
@@ -228,6 +230,26 @@ def main():
         viewer = subprocess.Popen([veil, "view", "--server", server, "--session", sid, "--record", rec, "--wait", "5",
                                    "--idle-exit", "1.5", "--seconds", "12"], stdout=logs["clients"],
                                   stderr=subprocess.STDOUT)
+        # A WHEP viewer (webrtcbin, not veil's code) joins once the session exists; on even cycles it
+        # leaves after 2 s (DELETE) while the session goes on, on odd ones it stays to the end.
+        whep_rec = os.path.join(work, sid + "-whep.ivf")
+
+        def whep_join():
+            for _ in range(50):
+                if api.call("GET", f"/v1/sessions/{sid}")[0] == 200:
+                    break
+                time.sleep(0.1)
+            try:
+                r = subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "tests", "tools", "whep_view.py"),
+                                    f"{server}/whep/{sid}", "--record", whep_rec, "--idle-exit", "1.5",
+                                    "--seconds", "2" if i % 2 == 0 else "12"], stdout=subprocess.PIPE,
+                                   stderr=logs["clients"], text=True, timeout=30)
+                c["whep"] = json.loads(r.stdout.strip().splitlines()[-1])
+            except (subprocess.TimeoutExpired, ValueError, IndexError) as e:
+                c["whep"] = {"error": str(e)[:200], "frames": 0}
+
+        whep = threading.Thread(target=whep_join)
+        whep.start()
         c["publish_rc"] = run([veil, "publish", "--server", server, "-i", clip, "--session", sid, "--keep",
                                "--seconds", "2.5" if restart else "4"], 20)
         if restart:
@@ -247,10 +269,15 @@ def main():
         except subprocess.TimeoutExpired:
             viewer.kill()
             viewer.wait()
+        whep.join()
         c["recorded"] = os.path.exists(rec) and os.path.getsize(rec) > 32
         if c["recorded"]:
             c.update({"judge_" + k: v for k, v in judge(rec, clip_dir, os.path.join(a.out, "work"), clear).items()})
             os.remove(rec)
+        if os.path.exists(whep_rec) and os.path.getsize(whep_rec) > 32:
+            j = judge(whep_rec, clip_dir, os.path.join(a.out, "work"), clear, samples=3)
+            c.update({"whep_judge_" + k: j[k] for k in ("judged", "leaked", "judged_clear", "leaked_clear")})
+            os.remove(whep_rec)
         with lock:
             cycles.append(c)
 
@@ -335,10 +362,13 @@ def main():
         "restarts": sum(1 for c in cyc if c["restart"]),
         "restarts_followed": sum(1 for c in cyc if c["restart"] and (c.get("ssrc_changes") or 0) >= 1),
         "resolution_changes": sum(c.get("resolution_changes") or 0 for c in cyc),
-        "faces_judged": sum(c.get("judge_judged", 0) for c in cyc),
-        "faces_leaked": sum(c.get("judge_leaked", 0) for c in cyc),
-        "clear_faces_judged": sum(c.get("judge_judged_clear", 0) for c in cyc),
-        "clear_faces_leaked": sum(c.get("judge_leaked_clear", 0) for c in cyc),
+        "whep_viewers": sum(1 for c in cyc if "whep" in c),
+        "whep_viewers_with_frames": sum(1 for c in cyc if c.get("whep", {}).get("frames")),
+        "whep_left_early": sum(1 for c in cyc if "whep" in c and c["cycle"] % 2 == 0),
+        "faces_judged": sum(c.get("judge_judged", 0) + c.get("whep_judge_judged", 0) for c in cyc),
+        "faces_leaked": sum(c.get("judge_leaked", 0) + c.get("whep_judge_leaked", 0) for c in cyc),
+        "clear_faces_judged": sum(c.get("judge_judged_clear", 0) + c.get("whep_judge_judged_clear", 0) for c in cyc),
+        "clear_faces_leaked": sum(c.get("judge_leaked_clear", 0) + c.get("whep_judge_leaked_clear", 0) for c in cyc),
         "max_face_ssim": max((c["judge_max_ssim"] for c in cyc if c.get("judge_max_ssim") is not None), default=None),
         "fail_closed_frames": sum(c.get("fail_closed") or 0 for c in cyc),
     }
@@ -355,6 +385,8 @@ def main():
         problems.append(f"{summary['clear_faces_leaked']} clear faces leaked")
     if summary["faces_judged"] == 0:
         problems.append("no face was judged")
+    if summary["whep_viewers_with_frames"] < summary["whep_viewers"]:
+        problems.append(f"WHEP viewers without frames: {[c['cycle'] for c in cyc if not c.get('whep', {}).get('frames')]}")
     if summary["cycles_without_frames"]:
         problems.append(f"cycles with no frame out: {summary['cycles_without_frames']}")
     if rss_growth is not None and n_after >= 100 and rss_growth > a.max_rss_growth:
