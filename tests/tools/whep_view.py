@@ -2,6 +2,7 @@
 """A WHEP viewer that is not veil's: GStreamer webrtcbin (Debian python3-gi), loopback only.
 
   whep_view.py URL/whep/SESSION [--record out.ivf] [--seconds 10] [--token T] [--idle-exit 2]
+               [--leave-after S]
 
 Sends a recvonly VP8 offer (ICE gathered first, no trickle; the only local address is
 127.0.0.1), POSTs it, applies the answer, records the depayloaded VP8 frames as IVF, and ends
@@ -66,6 +67,8 @@ def main():
     ap.add_argument("--record", default=None)
     ap.add_argument("--seconds", type=float, default=10)
     ap.add_argument("--idle-exit", type=float, default=0, help="stop after this long without a frame (0: never)")
+    ap.add_argument("--leave-after", type=float, default=0,
+                    help="leave (DELETE) this long after the first frame, while the session goes on (0: stay)")
     ap.add_argument("--token", default=None)
     a = ap.parse_args()
     Gst.init(None)
@@ -180,7 +183,8 @@ def main():
         now = time.monotonic()
         with lock:
             idle = out["frames"] > 0 and a.idle_exit > 0 and now - last_frame[0] > a.idle_exit
-        if now - t0 > a.seconds or idle:
+            leave = out["first_frame_s"] is not None and a.leave_after > 0 and now - t0 > out["first_frame_s"] + a.leave_after
+        if now - t0 > a.seconds or idle or leave:
             loop.quit()
             return False
         return True
