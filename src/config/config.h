@@ -60,7 +60,7 @@ struct Settings {
   std::string worker_listen = "127.0.0.1:8001", worker_metrics;
   // [webrtc] (veil serve: WHIP publish, WHEP watch)
   std::string ice_address = "127.0.0.1", publish_token, view_token, allow_origin = "*";
-  int64_t max_pending = 4, start_bitrate_kbps = 2500, webrtc_jitter_ms = 120;
+  int64_t max_pending = 4, start_bitrate_kbps = 2500, webrtc_jitter_ms = 200;
   double offers_per_s = 10, negotiate_timeout_ms = 5000, connect_timeout_ms = 15000;
 };
 
@@ -73,7 +73,7 @@ struct WebRtcSettings {
   int max_pending = 4;                    // offers negotiated at once; more are answered 429
   double offers_per_s = 10;               // sustained offers per second (burst: 2 s worth); more -> 429
   int start_bitrate_kbps = 2500;
-  int jitter_ms = 120;                    // receive jitter buffer of WebRTC peers
+  int jitter_ms = 200;                    // receive jitter buffer of WebRTC peers: room for NACK retransmissions
   double negotiate_timeout_ms = 5000, connect_timeout_ms = 15000;
 };
 

@@ -143,7 +143,8 @@ json StatsJson(const SessionInfo& s) {
            st.has_publisher ? json{{"connection", st.publisher.state},
                                    {"frames", st.publisher.frames},
                                    {"audio_packets", st.publisher.audio_packets},
-                                   {"keyframe_requests", st.publisher.keyframe_requests}}
+                                   {"keyframe_requests", st.publisher.keyframe_requests},
+                                   {"plis", st.publisher.plis}}
                             : json(nullptr)},
           {"stages_ms", StageJson(st.stages)},
           {"ai_target", s.target}};

@@ -49,13 +49,20 @@ void WhipIngest::OnPadAdded(GstElement*, GstPad* pad, gpointer self) {
   const GstStructure* s = gst_caps_get_structure(caps, 0);
   const char* media = gst_structure_get_string(s, "media");
   const bool video = media && std::string(media) == "video";
+  guint ssrc = 0;
+  gint pt = -1;
+  const bool addressed = gst_structure_get_uint(s, "ssrc", &ssrc) && gst_structure_get_int(s, "payload", &pt);
   gst_caps_unref(caps);
   std::string desc;
   if (video) {
     if (in->linked_video_.exchange(true)) return;
+    if (addressed) {
+      in->video_ssrc_ = ssrc;
+      in->video_pt_ = pt;
+    }
     desc = in->codec_ == "vp8"
-               ? "rtpvp8depay request-keyframe=true wait-for-keyframe=true"
-               : "rtph264depay request-keyframe=true wait-for-keyframe=true ! h264parse config-interval=-1 ! "
+               ? "rtpvp8depay name=depay request-keyframe=true wait-for-keyframe=true"
+               : "rtph264depay name=depay request-keyframe=true wait-for-keyframe=true ! h264parse config-interval=-1 ! "
                  "video/x-h264,stream-format=byte-stream,alignment=au";
     desc += " ! appsink name=vsink emit-signals=true sync=false max-buffers=64 drop=false";
   } else {
@@ -74,6 +81,17 @@ void WhipIngest::OnPadAdded(GstElement*, GstPad* pad, gpointer self) {
   g_signal_connect(sink, "new-sample", G_CALLBACK(video ? &WhipIngest::OnVideoSample : &WhipIngest::OnAudioSample), in);
   if (video) in->video_sink_ = sink;
   gst_object_unref(sink);
+  if (video) {
+    // After a loss the depayloader drops frames until a keyframe and asks for one with an
+    // upstream event; in webrtcbin (GStreamer 1.22) that event never became a PLI (Chromium
+    // counted 0 PLIs under 5% loss, scripts in tests/web/whip_client.test.mjs). It is
+    // taken here and sent as RequestKeyframe does.
+    GstElement* depay = gst_bin_get_by_name(GST_BIN(bin), "depay");
+    GstPad* dpad = gst_element_get_static_pad(depay, "sink");
+    gst_pad_add_probe(dpad, GST_PAD_PROBE_TYPE_EVENT_UPSTREAM, &WhipIngest::OnDepayUpstream, in, nullptr);
+    gst_object_unref(dpad);
+    gst_object_unref(depay);
+  }
   gst_element_sync_state_with_parent(bin);
   GstPad* sinkpad = gst_element_get_static_pad(bin, "sink");
   gst_pad_link(pad, sinkpad);
@@ -123,13 +141,36 @@ GstFlowReturn WhipIngest::OnAudioSample(GstElement* sink, gpointer self) {
   });
 }
 
+GstPadProbeReturn WhipIngest::OnDepayUpstream(GstPad*, GstPadProbeInfo* info, gpointer self) {
+  GstEvent* e = GST_PAD_PROBE_INFO_EVENT(info);
+  if (!e || !gst_video_event_is_force_key_unit(e)) return GST_PAD_PROBE_OK;
+  static_cast<WhipIngest*>(self)->RequestKeyframe();
+  return GST_PAD_PROBE_DROP;
+}
+
 void WhipIngest::RequestKeyframe() {
-  GstElement* sink = video_sink_.load();
-  if (!sink) return;
-  GstPad* pad = gst_element_get_static_pad(sink, "sink");
-  if (!pad) return;
   ++key_requests_;
-  gst_pad_push_event(pad, gst_video_event_new_upstream_force_key_unit(GST_CLOCK_TIME_NONE, TRUE, 0));
+  const double now = NowMs();
+  double last = last_pli_ms_.load();
+  if (now - last < 250 || !last_pli_ms_.compare_exchange_strong(last, now)) return;
+  const uint32_t ssrc = video_ssrc_.load();
+  const int pt = video_pt_.load();
+  if (ssrc == 0 || pt < 0 || !peer_) return;
+  // The RTP session turns a GstForceKeyUnit event that names the sender's SSRC and payload
+  // type into RTCP PLI (or FIR, as negotiated). Sent straight to its receive pad: the event
+  // from downstream lacks those fields in webrtcbin. With max-bundle every m-line is session 0.
+  GstElement* rtpbin = gst_bin_get_by_name(GST_BIN(peer_->webrtc()), "rtpbin");
+  if (!rtpbin) return;
+  GstElement* session = nullptr;
+  g_signal_emit_by_name(rtpbin, "get-session", 0u, &session);
+  gst_object_unref(rtpbin);
+  if (!session) return;
+  GstPad* pad = gst_element_get_static_pad(session, "recv_rtp_src");
+  gst_object_unref(session);
+  if (!pad) return;
+  GstStructure* s = gst_structure_new("GstForceKeyUnit", "all-headers", G_TYPE_BOOLEAN, FALSE, "ssrc", G_TYPE_UINT,
+                                      guint(ssrc), "payload", G_TYPE_UINT, guint(pt), nullptr);
+  if (gst_pad_send_event(pad, gst_event_new_custom(GST_EVENT_CUSTOM_UPSTREAM, s))) ++plis_;
   gst_object_unref(pad);
 }
 
@@ -138,6 +179,7 @@ WhipIngestStats WhipIngest::stats() const {
   s.frames = frames_;
   s.audio_packets = audio_;
   s.keyframe_requests = key_requests_;
+  s.plis = plis_;
   s.state = peer_->connection_state();
   return s;
 }

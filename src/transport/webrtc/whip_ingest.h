@@ -15,7 +15,9 @@
 namespace veil {
 
 struct WhipIngestStats {
-  uint64_t frames = 0, audio_packets = 0, keyframe_requests = 0;
+  // keyframe_requests: asked for (veil's decoder, or the depayloader after a loss);
+  // plis: of those, handed to the RTP session as RTCP PLI (at most one per 250 ms).
+  uint64_t frames = 0, audio_packets = 0, keyframe_requests = 0, plis = 0;
   std::string state;  // connection state
 };
 
@@ -31,7 +33,8 @@ class WhipIngest {
   static Result<std::unique_ptr<WhipIngest>> Start(const Offer& offer, const WebRtcPeerConfig& c, OnFrame on_frame,
                                                    OnAudio on_audio, std::string* answer);
   ~WhipIngest();
-  // Asks the publisher for a keyframe (RTCP PLI), e.g. after a decode error.
+  // Asks the publisher for a keyframe (RTCP PLI), e.g. after a decode error or a lost packet.
+  // Any thread; requests closer than 250 ms apart make one PLI.
   void RequestKeyframe();
   std::string PollError() { return peer_->PollError(); }
   WhipIngestStats stats() const;
@@ -41,12 +44,18 @@ class WhipIngest {
   static void OnPadAdded(GstElement* webrtc, GstPad* pad, gpointer self);
   static GstFlowReturn OnVideoSample(GstElement* sink, gpointer self);
   static GstFlowReturn OnAudioSample(GstElement* sink, gpointer self);
+  static GstPadProbeReturn OnDepayUpstream(GstPad* pad, GstPadProbeInfo* info, gpointer self);
   std::unique_ptr<WebRtcPeer> peer_;
   std::string codec_;  // vp8 | h264: picks the depayloader
   OnFrame on_frame_;
   OnAudio on_audio_;
   std::atomic<GstElement*> video_sink_{nullptr};  // set on the streaming thread once linked (owned by the pipeline)
-  std::atomic<uint64_t> frames_{0}, audio_{0}, key_requests_{0};
+  std::atomic<uint64_t> frames_{0}, audio_{0}, key_requests_{0}, plis_{0};
+  std::atomic<double> last_pli_ms_{0};
+  // The publisher's video SSRC and payload type (from the pad's caps), which the RTP session
+  // needs to address a PLI; 0 / -1 until the video pad is linked.
+  std::atomic<uint32_t> video_ssrc_{0};
+  std::atomic<int> video_pt_{-1};
   std::atomic<bool> linked_video_{false};
 };
 
