@@ -267,11 +267,12 @@ void LiveSession::ProcessOne(Decoded& item) {
   m_track_->Observe(rep.ms_track);
   m_mosaic_->Observe(rep.ms_mosaic);
   const double t1 = NowMs();
+  bool resized = false;
   if (encoder_ && (f.width != out_w_ || f.height != out_h_)) {
     // The publisher changed resolution (a browser adapting to CPU or bandwidth, an encoder
     // restart): a new encoder at the new size, whose first frame is a keyframe.
     encoder_.reset();
-    ++resolution_changes_;
+    resized = true;
   }
   if (!encoder_) {
     VideoInfo vi;
@@ -288,6 +289,7 @@ void LiveSession::ProcessOne(Decoded& item) {
     encoder_ = std::move(*e);
     out_w_ = f.width;
     out_h_ = f.height;
+    if (resized) ++resolution_changes_;  // after the size: the change's event names the new one
   }
   f.pts = item.rtp_ts;
   std::vector<EncodedFrame> packets;
@@ -375,9 +377,9 @@ LiveSessionStats LiveSession::stats() const {
   s.frames_out = frames_out_;
   s.stale_drops = stale_;
   s.decode_errors = decode_errors_;
+  s.resolution_changes = resolution_changes_;  // first: a count that includes a change comes with its size
   s.width = out_w_;
   s.height = out_h_;
-  s.resolution_changes = resolution_changes_;
   s.viewers = sender_->viewers();
   s.viewer_drops = sender_->viewer_drops();
   s.viewer_detail = sender_->viewer_stats();
