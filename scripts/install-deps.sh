@@ -53,12 +53,12 @@ if ! command -v npm > /dev/null; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends npm
 fi
 web="$(cd "$(dirname "$0")/.." && pwd)/tests/web"
-want=$(sed -n 's/.*"playwright-core": "\(.*\)".*/\1/p' "$web/package.json")
-have=""
-if [ -f "$web/node_modules/playwright-core/package.json" ]; then
-  have=$(sed -n 's/^  "version": "\(.*\)".*/\1/p' "$web/node_modules/playwright-core/package.json")
-fi
+# The browser tests' packages, pinned in tests/web/package-lock.json (playwright-core; the Eyevinn
+# WHIP web client and esbuild, which bundles it): installed again whenever the lock file changes.
+want=$(sha256sum "$web/package-lock.json" | cut -d' ' -f1)
+have=$(cat "$web/node_modules/.veil-lock.sha256" 2>/dev/null || true)
 if [ "$have" != "$want" ]; then
-  echo "install-deps: npm ci in tests/web (playwright-core $want)"
+  echo "install-deps: npm ci in tests/web ($(sed -n 's/.*"\(playwright-core\|@eyevinn\/whip-web-client\|esbuild\)": "\(.*\)".*/\1 \2/p' "$web/package.json" | tr '\n' ' '))"
   npm ci --prefix "$web" --no-audit --no-fund --loglevel=error
+  echo "$want" > "$web/node_modules/.veil-lock.sha256"
 fi

@@ -31,6 +31,12 @@ export function run(main) {
   });
 }
 
+// A process that cleanup() ends too (helpers a test starts itself).
+export function adopt(p) {
+  children.push(p);
+  return p;
+}
+
 export function spawnChild(args, opts = { stdio: "ignore" }) {
   const p = spawn(bin, args, opts);
   children.push(p);
