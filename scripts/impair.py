@@ -108,7 +108,7 @@ def one_run(a, veil, base, name, impaired, work):
     rec = os.path.join(work, name + ".ivf")
     total = a.seconds + a.recovery
     viewer = subprocess.Popen([veil, "view", "--server", base, "--session", name, "--record", rec, "--seconds",
-                               str(total + 3), "--idle-exit", "3"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                               str(total + 3), "--idle-exit", str(total)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     time.sleep(0.5)
     pub = subprocess.Popen(["ffmpeg", "-nostdin", "-loglevel", "error", "-re", "-stream_loop", "-1", "-i",
                             os.path.join(clip_dir, "input.ivf"), "-t", str(total), "-an", "-c:v", "copy", "-f", "rtp",
