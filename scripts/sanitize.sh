@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds veil and its tests with clang-14 under ASan+UBSan and runs the unit tests and the
-# integration tests that do not need real-time pacing (realtime ones cannot keep time under a
-# sanitizer on 2 cores). Uses the fuzz build directory, so the libraries the fuzz targets
+# integration tests that do not need real-time pacing, paced_session_test among them (realtime
+# ones cannot keep time under a sanitizer on 2 cores). Uses the fuzz build directory, so the libraries the fuzz targets
 # already compiled are reused. Run after scripts/test.sh (it borrows that build's test media).
 # Usage: scripts/sanitize.sh [ctest args...]
 set -euo pipefail
@@ -20,7 +20,7 @@ CC=clang-14 CXX=clang++-14 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Re
   -DVEIL_ASSETS="$VEIL_ASSETS" > "$build/configure-tests.log"
 # cli_test is left out for CI time (90 s under ASan on 2 cores); `ctest --preset asan` runs it.
 tests=(core_test vision_test detector_test privacy_test eval_unit_test server_unit_test http_test config_test
-  inference_test fanout_test media_test hardening_test worker_protocol_test)
+  inference_test fanout_test media_test hardening_test worker_protocol_test paced_session_test)
 cmake --build "$build" -j "${JOBS:-$(nproc)}" --target veil "${tests[@]}"
 if [ -d "$media" ] && [ ! -e "$build/media" ]; then ln -s "$(cd "$media" && pwd)" "$build/media"; fi
 [ -d "$build/media" ] || { echo "sanitize: no test media: run scripts/test.sh first" >&2; exit 2; }
