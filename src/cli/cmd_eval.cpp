@@ -29,6 +29,9 @@ void RegisterEval(CLI::App& app, int* rc) {
   sub->add_option("--photo-score", o->photo_score, "Photo eval: score threshold")->check(CLI::Range(0.01, 0.99));
   sub->add_flag("--no-letterbox", o->no_letterbox, "Photo eval: do not pad to the full input box");
   sub->add_option("--max-images", o->max_images, "Use at most N photos (0 = all)")->check(CLI::NonNegativeNumber);
+  sub->add_option("--pixel-every", o->motion.pixel_every,
+                  "Motion eval: judge over-blur and whole-frame mosaic on every Nth frame (default 5; faces: every frame)")
+      ->check(CLI::Range(1, 1000));
   sub->add_option("--frames-per-photo", o->motion.frames_per_photo, "Motion eval: frames per photo")
       ->check(CLI::Range(3, 3000));
   sub->add_flag("--photos-only", o->photos_only, "Only the photo evaluation");
@@ -88,6 +91,14 @@ void RegisterEval(CLI::App& app, int* rc) {
         fmt::print("  face-frame leak rate (>=40 px): all {:.2f}% ({}/{}), clear {:.2f}% ({}/{})\n",
                    100 * r->leak_rate(), r->leaked, r->face_frames, 100 * r->clear_leak_rate(), r->clear_leaked,
                    r->clear_face_frames);
+        fmt::print("  judged on the pixels (leakcheck's criteria, vs the lossless frame): leak all {:.2f}% ({}/{}), "
+                   "clear {:.2f}% ({}/{})\n",
+                   100 * r->pixel_leak_rate(), r->pixel_leaked, r->face_frames, 100 * r->clear_pixel_leak_rate(),
+                   r->clear_pixel_leaked, r->clear_face_frames);
+        fmt::print("  over-blur (textured non-face area destroyed): mean {:.1f}%, p90 {:.1f}%, frames over half {}; "
+                   "whole-frame mosaic frames {} of {} judged\n",
+                   100 * r->overblur_mean, 100 * r->overblur_p90, r->frames_overblur_gt50, r->mosaic_frames,
+                   r->judged_frames);
         fmt::print("  flicker: all {}, clear {};  fail-closed frames {}\n", r->flicker, r->clear_flicker,
                    r->fail_closed_frames);
         fmt::print("  cost per frame: detect {:.2f} ms, track {:.3f} ms, mosaic {:.3f} ms\n", r->ms_detect_per_frame,

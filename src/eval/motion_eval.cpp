@@ -1,7 +1,10 @@
 #include "eval/motion_eval.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+
+#include "eval/pixel_judge.h"
 
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
@@ -22,7 +25,18 @@ nlohmann::json MotionEvalResult::ToJson() const {
           {"detections_run", detections_run},
           {"detect_ms_per_frame", ms_detect_per_frame},
           {"track_ms_per_frame", ms_track_per_frame},
-          {"mosaic_ms_per_frame", ms_mosaic_per_frame}};
+          {"mosaic_ms_per_frame", ms_mosaic_per_frame},
+          {"pixel", {{"leaked_face_frames", pixel_leaked},
+                     {"leak_rate_all", pixel_leak_rate()},
+                     {"clear_leaked_face_frames", clear_pixel_leaked},
+                     {"leak_rate_clear", clear_pixel_leak_rate()},
+                     {"judged_frames", judged_frames},
+                     {"overblur_mean", overblur_mean},
+                     {"overblur_p90", overblur_p90},
+                     {"frames_overblur_gt50", frames_overblur_gt50},
+                     {"whole_frame_mosaic_frames", mosaic_frames},
+                     {"whole_frame_mosaic_share", mosaic_frame_share()},
+                     {"t_ssim", kLeakSsim}}}};
 }
 
 Motion MotionAt(int k, int t, int frames, cv::Size photo, cv::Size canvas) {
@@ -62,11 +76,13 @@ Result<MotionEvalResult> RunMotionEval(const std::vector<GtImage>& images, const
   if (o.frames_per_photo < 3 || o.frames_per_photo > 3000) return Status::Error("frames per photo in [3, 3000]");
   if (o.canvas.width % 2 || o.canvas.height % 2 || o.canvas.width < 64 || o.canvas.height < 64)
     return Status::Error("canvas must be even and at least 64x64");
+  if (o.pixel_every < 1 || o.pixel_every > 1000) return Status::Error("pixel_every in [1, 1000]");
   PrivacyStage stage(cfg, det);
   MotionEvalResult r;
   FramePtr frame = MakeFrame(o.canvas.width, o.canvas.height);
   cv::Mat canvas, yuv;
   double ms_det = 0, ms_track = 0, ms_mosaic = 0;
+  std::vector<double> overblurs;
   int64_t index = 0;
   int photos = 0;
   for (const auto& im : images) {
@@ -89,6 +105,19 @@ Result<MotionEvalResult> RunMotionEval(const std::vector<GtImage>& images, const
       frame->index = index++;
       frame->pts = frame->index;
       const FrameReport rep = stage.Process(*frame);
+      // The lossless rendering's luma (still in yuv) against what the stage wrote in place.
+      const cv::Mat master_y = yuv(cv::Rect(0, 0, W, H));
+      const cv::Mat out_y(H, W, CV_8UC1, frame->y.data, size_t(frame->y.stride));
+      FaceBoxes all_faces;  // every annotated face in view, for the over-blur exclusion
+      for (const GtFace& f : im.faces)
+        all_faces.push_back({f.box.x * mo.s + mo.tx, f.box.y * mo.s + mo.ty, f.box.w * mo.s, f.box.h * mo.s});
+      if (frame->index % o.pixel_every == 0) {
+        const FrameJudgement fj = JudgeFrame(master_y, out_y, all_faces);
+        overblurs.push_back(fj.overblur);
+        r.mosaic_frames += fj.whole_frame_mosaic();
+        r.frames_overblur_gt50 += fj.overblur > 0.5;
+        ++r.judged_frames;
+      }
       ms_det += rep.ms_preprocess + rep.ms_detect;
       ms_track += rep.ms_track;
       ms_mosaic += rep.ms_mosaic;
@@ -103,12 +132,15 @@ Result<MotionEvalResult> RunMotionEval(const std::vector<GtImage>& images, const
         const Box clipped{vis.x, vis.y, std::min(b.x2(), float(W)) - vis.x, std::min(b.y2(), float(H)) - vis.y};
         if (clipped.w <= 0 || clipped.h <= 0 || clipped.area() < 0.5f * b.area()) continue;
         const bool ok = CoveredFraction(clipped, rep.rects) >= o.covered;
+        const bool visible = BestHalfSsim(master_y, out_y, {b.x, b.y, b.w, b.h}) >= kLeakSsim;
         cov[g][t] = ok ? 1 : 0;
         ++r.face_frames;
         r.leaked += !ok;
+        r.pixel_leaked += visible;
         if (f.clear()) {
           ++r.clear_face_frames;
           r.clear_leaked += !ok;
+          r.clear_pixel_leaked += visible;
         }
       }
     }
@@ -123,6 +155,17 @@ Result<MotionEvalResult> RunMotionEval(const std::vector<GtImage>& images, const
     ++photos;
   }
   r.detections_run = stage.counters().detections_run;
+  if (!overblurs.empty()) {
+    double sum = 0;
+    for (double v : overblurs) sum += v;
+    r.overblur_mean = sum / overblurs.size();
+    std::sort(overblurs.begin(), overblurs.end());
+    // numpy's default percentile: linear between the two nearest ranks.
+    const double pos = 0.9 * (overblurs.size() - 1);
+    const size_t lo = size_t(pos);
+    const size_t hi = std::min(lo + 1, overblurs.size() - 1);
+    r.overblur_p90 = overblurs[lo] + (pos - lo) * (overblurs[hi] - overblurs[lo]);
+  }
   if (r.frames) {
     r.ms_detect_per_frame = ms_det / r.frames;
     r.ms_track_per_frame = ms_track / r.frames;

@@ -2,7 +2,12 @@
 // shown for a few seconds with a handheld-style pan and a slow zoom, so every
 // ground-truth box moves by a known affine transform. The frames go through
 // the full privacy stage (downscale, cadence, detector, tracker, mosaic) and
-// each ground-truth face is checked against what was actually pixelated.
+// each ground-truth face is checked twice: against the rectangles the stage
+// reports (geometric), and against the pixels it wrote, compared with the
+// lossless rendering of the same frame (eval/pixel_judge.h, leakcheck's
+// criteria: a face is visible when its best-preserved half is intact). The
+// pixels also give the over-blur of the textured non-face area and the
+// frames that left as a whole-frame mosaic.
 #pragma once
 #include <nlohmann/json.hpp>
 #include <opencv2/core.hpp>
@@ -18,6 +23,8 @@ struct MotionEvalOptions {
   int max_photos = 0;          // 0 = all
   double min_face = 40;        // faces counted: valid, min side >= this in the frame
   double covered = 0.90;       // a face-frame leaks when less than this share of its box is pixelated
+  int pixel_every = 5;         // judge over-blur and whole-frame mosaic on every Nth frame (faces: every frame);
+                               // 18 ms per judged 720p frame on the 2-vCPU Xeon: every frame would double the eval
 };
 
 // Scale/translation of photo `photo_index` at frame `t`: x' = s*x + tx, y' = s*y + ty.
@@ -31,6 +38,13 @@ struct MotionEvalResult {
   int64_t flicker = 0, clear_flicker = 0, fail_closed_frames = 0, detections_run = 0;
   double ms_detect_per_frame = 0;  // preprocess + detect, amortized over all frames
   double ms_track_per_frame = 0, ms_mosaic_per_frame = 0;
+  // Judged on the pixels (eval/pixel_judge.h): face-frames whose best-preserved half is intact,
+  // over-blur per judged frame, and frames that left as a whole-frame mosaic.
+  int64_t pixel_leaked = 0, clear_pixel_leaked = 0, judged_frames = 0, mosaic_frames = 0, frames_overblur_gt50 = 0;
+  double overblur_mean = 0, overblur_p90 = 0;
+  double pixel_leak_rate() const { return face_frames ? double(pixel_leaked) / face_frames : 0; }
+  double clear_pixel_leak_rate() const { return clear_face_frames ? double(clear_pixel_leaked) / clear_face_frames : 0; }
+  double mosaic_frame_share() const { return judged_frames ? double(mosaic_frames) / judged_frames : 0; }
   double leak_rate() const { return face_frames ? double(leaked) / face_frames : 0; }
   double clear_leak_rate() const { return clear_face_frames ? double(clear_leaked) / clear_face_frames : 0; }
   nlohmann::json ToJson() const;
