@@ -28,7 +28,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -41,15 +40,9 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "tools"))
 sys.dont_write_bytecode = True
 from udp_impair import Impair  # noqa: E402
 
+from soak import free_port  # noqa: E402  (scripts/, this script's folder)
+
 CLIP_FRAMES = 360  # input.ivf: the clip's first 12 s
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
 
 
 def call(base, method, path, body=None):

@@ -3,6 +3,7 @@
 import { spawn } from "node:child_process";
 import { chmodSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
+import { setTimeout as sleep } from "node:timers/promises";
 import { chromium } from "playwright-core";
 
 export const bin = process.env.VEIL_BIN;
@@ -57,6 +58,17 @@ export function startServer(extra = []) {
     p.on("exit", code => reject(new Error("veil serve exited " + code + ": " + err)));
     setTimeout(() => reject(new Error("veil serve did not start")), 30000);
   });
+}
+
+// Polls fn in the page every 200 ms until it returns something truthy (returned), or throws after ms.
+export async function waitFor(page, fn, what, ms = 20000) {
+  const t0 = Date.now();
+  for (;;) {
+    const v = await page.evaluate(fn);
+    if (v) return v;
+    if (Date.now() - t0 > ms) throw new Error("timed out waiting for " + what);
+    await sleep(200);
+  }
 }
 
 export async function api(url, method, path, body) {

@@ -14,7 +14,7 @@ import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
 import {
-  api, bin, browserPath, check, cleanup, launchBrowser, media, procStats, run, shots, spawnChild, startServer,
+  api, bin, browserPath, check, cleanup, launchBrowser, media, procStats, run, shots, spawnChild, startServer, waitFor,
 } from "./harness.mjs";
 
 const TOKEN = "whip-test-token-0123456789";
@@ -28,16 +28,6 @@ const frames = shots + "/webrtc-frames";
 function detect(paths) {
   const out = execFileSync(bin, ["detect", "--json", ...paths], { encoding: "utf8", maxBuffer: 1 << 24 });
   return JSON.parse(out).images.map(i => i.faces.length);
-}
-
-async function waitFor(page, fn, what, ms = 20000) {
-  const t0 = Date.now();
-  for (;;) {
-    const v = await page.evaluate(fn);
-    if (v) return v;
-    if (Date.now() - t0 > ms) throw new Error("timed out waiting for " + what);
-    await sleep(200);
-  }
 }
 
 // Mean luma standard deviation inside the cells of the whole-frame mosaic grid (mosaic.full_cell =

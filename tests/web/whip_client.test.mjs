@@ -30,7 +30,9 @@ import { dirname, join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
-import { adopt, api, bin, browserPath, check, cleanup, launchBrowser, media, run, shots, startServer } from "./harness.mjs";
+import {
+  adopt, api, bin, browserPath, check, cleanup, launchBrowser, media, run, shots, startServer, waitFor,
+} from "./harness.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const TOKEN = "eyevinn-test-token-0123456789";
@@ -140,16 +142,6 @@ function serveStatic(js) {
     });
     srv.listen(0, "127.0.0.1", () => resolve({ srv, url: `http://127.0.0.1:${srv.address().port}` }));
   });
-}
-
-async function waitFor(page, fn, what, ms = 20000) {
-  const t0 = Date.now();
-  for (;;) {
-    const v = await page.evaluate(fn);
-    if (v) return v;
-    if (Date.now() - t0 > ms) throw new Error("timed out waiting for " + what);
-    await sleep(200);
-  }
 }
 
 async function main() {

@@ -79,13 +79,12 @@ void WhipIngest::OnPadAdded(GstElement*, GstPad* pad, gpointer self) {
   gst_bin_add(GST_BIN(pipeline), bin);
   GstElement* sink = gst_bin_get_by_name(GST_BIN(bin), video ? "vsink" : "asink");
   g_signal_connect(sink, "new-sample", G_CALLBACK(video ? &WhipIngest::OnVideoSample : &WhipIngest::OnAudioSample), in);
-  if (video) in->video_sink_ = sink;
   gst_object_unref(sink);
   if (video) {
     // After a loss the depayloader drops frames until a keyframe and asks for one with an
     // upstream event; in webrtcbin (GStreamer 1.22) that event never became a PLI (Chromium
-    // counted 0 PLIs under 5% loss, scripts in tests/web/whip_client.test.mjs). It is
-    // taken here and sent as RequestKeyframe does.
+    // counted 0 PLIs under 5% loss in tests/web/whip_client.test.mjs). It is taken here and
+    // sent the way RequestKeyframe sends it.
     GstElement* depay = gst_bin_get_by_name(GST_BIN(bin), "depay");
     GstPad* dpad = gst_element_get_static_pad(depay, "sink");
     gst_pad_add_probe(dpad, GST_PAD_PROBE_TYPE_EVENT_UPSTREAM, &WhipIngest::OnDepayUpstream, in, nullptr);
@@ -157,8 +156,9 @@ void WhipIngest::RequestKeyframe() {
   const int pt = video_pt_.load();
   if (ssrc == 0 || pt < 0 || !peer_) return;
   // The RTP session turns a GstForceKeyUnit event that names the sender's SSRC and payload
-  // type into RTCP PLI (or FIR, as negotiated). Sent straight to its receive pad: the event
-  // from downstream lacks those fields in webrtcbin. With max-bundle every m-line is session 0.
+  // type into RTCP PLI (all-headers FALSE: PLI, not FIR). Sent straight to its receive pad:
+  // the event from downstream lacks those fields in webrtcbin. With max-bundle every m-line is
+  // session 0.
   GstElement* rtpbin = gst_bin_get_by_name(GST_BIN(peer_->webrtc()), "rtpbin");
   if (!rtpbin) return;
   GstElement* session = nullptr;

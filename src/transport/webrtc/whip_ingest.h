@@ -49,7 +49,6 @@ class WhipIngest {
   std::string codec_;  // vp8 | h264: picks the depayloader
   OnFrame on_frame_;
   OnAudio on_audio_;
-  std::atomic<GstElement*> video_sink_{nullptr};  // set on the streaming thread once linked (owned by the pipeline)
   std::atomic<uint64_t> frames_{0}, audio_{0}, key_requests_{0}, plis_{0};
   std::atomic<double> last_pli_ms_{0};
   // The publisher's video SSRC and payload type (from the pad's caps), which the RTP session
