@@ -70,8 +70,10 @@ CreateSpec Spec(const std::string& id) {
 }
 
 TEST(PacedSessions, ConcurrentControlAndMediaStayConsistent) {
-  const std::vector<EncodedFrame> pk = LoadPackets(60);  // two keyframe intervals of the clip
-  ASSERT_EQ(pk.size(), 60u);
+  // The clip's first 20 frames, looped: a keyframe every 2 s at 10 fps, so that a session whose
+  // first keyframe a slow (sanitized) receiver lost starts soon after.
+  const std::vector<EncodedFrame> pk = LoadPackets(20);
+  ASSERT_EQ(pk.size(), 20u);
   ASSERT_TRUE(pk.front().keyframe);
   MetricsRegistry metrics;
   ServerDeps deps;
@@ -173,13 +175,19 @@ TEST(PacedSessions, ConcurrentControlAndMediaStayConsistent) {
   pub2.join();
 
   SessionInfo s1;
-  ASSERT_FALSE(m.Get("p1", &s1));
+  const ApiError gone = m.Get("p1", &s1);
+  if (gone) {
+    std::string why;
+    for (const Event& e : m.Events(0))
+      if (e.session == "p1") why += e.type + " " + e.detail + "; ";
+    FAIL() << "p1 ended: " << why;
+  }
   std::printf("paced sessions: p1 sent %d, in %llu, out %llu; p2 sent %d; %d control calls, %d errors, "
               "%d 404s on p2 while it was re-created\n", sent1.load(), (unsigned long long)s1.stats.frames_in,
               (unsigned long long)s1.stats.frames_out, sent2.load(), calls.load(), api_errors.load(), gap_404.load());
   EXPECT_EQ(api_errors.load(), 0);
   EXPECT_GT(calls.load(), 100);
-  EXPECT_GE(sent1.load(), 60);
+  EXPECT_GE(sent1.load(), 40);
   EXPECT_GT(s1.stats.frames_in, 0u) << "no frame reached p1";
   EXPECT_GT(s1.stats.frames_out, 0u) << "no frame left p1";
   EXPECT_NE(metrics.ExportText().find("veil_session_frames_received_total{session=\"p2\""), std::string::npos)
