@@ -108,10 +108,10 @@ Result<MotionEvalResult> RunMotionEval(const std::vector<GtImage>& images, const
       // The lossless rendering's luma (still in yuv) against what the stage wrote in place.
       const cv::Mat master_y = yuv(cv::Rect(0, 0, W, H));
       const cv::Mat out_y(H, W, CV_8UC1, frame->y.data, size_t(frame->y.stride));
-      FaceBoxes all_faces;  // every annotated face in view, for the over-blur exclusion
-      for (const GtFace& f : im.faces)
-        all_faces.push_back({f.box.x * mo.s + mo.tx, f.box.y * mo.s + mo.ty, f.box.w * mo.s, f.box.h * mo.s});
       if (frame->index % o.pixel_every == 0) {
+        FaceBoxes all_faces;  // every annotated face, for the over-blur exclusion
+        for (const GtFace& f : im.faces)
+          all_faces.push_back({f.box.x * mo.s + mo.tx, f.box.y * mo.s + mo.ty, f.box.w * mo.s, f.box.h * mo.s});
         const FrameJudgement fj = JudgeFrame(master_y, out_y, all_faces);
         overblurs.push_back(fj.overblur);
         r.mosaic_frames += fj.whole_frame_mosaic();
