@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Builds veil and its tests with clang-14 under ASan+UBSan and runs the unit tests and the
 # integration tests that do not need real-time pacing, paced_session_test among them (realtime
-# ones cannot keep time under a sanitizer on 2 cores). Uses the fuzz build directory, so the libraries the fuzz targets
-# already compiled are reused. Run after scripts/test.sh (it borrows that build's test media).
+# ones cannot keep time under a sanitizer on 2 cores). Uses the fuzz build directory, so the
+# libraries the fuzz targets already compiled are reused. Run after scripts/test.sh (it borrows that build's test media).
 # Usage: scripts/sanitize.sh [ctest args...]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
