@@ -25,9 +25,9 @@ least-squares trend through every cycle's sample (the one --check holds to --max
 100 cycles follow the warm-up; also over the last 100 cycles alone).
 
 Privacy against ground truth, no detector: every RTP recording is sampled (6 frames), every
-WHEP one (3 frames), and judged by tests/tools/snapshot_faces.py (leakcheck's own criterion: best-half SSIM of each
-annotated face of min side >= 48 px vs the lossless master); the frame is found by search, so
-dropped or looped frames do not matter. Clear faces (leakcheck's frontal, unoccluded ones) must
+WHEP one (3 frames), and judged by tests/tools/snapshot_faces.py (leakcheck's own criterion:
+best-half SSIM of each annotated face of min side >= 48 px vs the lossless master); the frame
+is found by search, so dropped or looped frames do not matter. Clear faces (leakcheck's frontal, unoccluded ones) must
 not leak; turned or occluded faces that the detector misses leak without any churn too (issue
 14), so they are reported. Leaked frames and their recording are kept in OUT/leaks/.
 
