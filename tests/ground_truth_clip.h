@@ -3,7 +3,8 @@
 // makes build/media/leakcheck/) has a lossless master and the exact box of every
 // annotated face in every frame; a face is visible in an output frame when its
 // box keeps leakcheck's criterion: both lumas resized to 64x64, SSIM (Gaussian
-// window 11, sigma 1.5) averaged over the best-preserved half >= 0.91.
+// window 11, sigma 1.5) averaged over the best-preserved half >= 0.91 (eval/pixel_judge.h,
+// checked against leakcheck's own Python by eval_unit_test).
 #pragma once
 #include <algorithm>
 #include <fstream>
@@ -16,11 +17,12 @@
 #include <opencv2/imgproc.hpp>
 
 #include "core/frame.h"
+#include "eval/pixel_judge.h"
 #include "media/reader.h"
 
 namespace veil::test {
 
-constexpr double kLeakSsim = 0.91;  // leakcheck's calibrated threshold
+using veil::kLeakSsim;  // leakcheck's calibrated threshold
 
 struct GtFace {
   float x = 0, y = 0, w = 0, h = 0, minside = 0;
@@ -59,34 +61,6 @@ inline GroundTruthClip LoadGroundTruthClip(const std::string& dir, int max_frame
   return c;
 }
 
-inline cv::Mat Patch64(const cv::Mat& luma, const cv::Rect& box) {
-  cv::Mat out;
-  const cv::Mat p = luma(box);
-  cv::resize(p, out, {64, 64}, 0, 0, std::min(p.cols, p.rows) >= 64 ? cv::INTER_AREA : cv::INTER_LINEAR);
-  out.convertTo(out, CV_32F);
-  return out;
-}
-
-// leakcheck's best-half SSIM of one face box (in `out`'s pixels) between a master luma and an
-// output luma of the same size.
-inline double BestHalfSsim(const cv::Mat& master, const cv::Mat& out, cv::Rect box) {
-  box &= cv::Rect(0, 0, out.cols, out.rows);
-  if (box.width < 2 || box.height < 2) return 0;
-  const cv::Mat a = Patch64(master, box), b = Patch64(out, box);
-  const double c1 = 6.5025, c2 = 58.5225;  // (0.01*255)^2, (0.03*255)^2
-  auto blur = [](const cv::Mat& z) {
-    cv::Mat o;
-    cv::GaussianBlur(z, o, {11, 11}, 1.5);
-    return o;
-  };
-  const cv::Mat ma = blur(a), mb = blur(b);
-  const cv::Mat va = blur(a.mul(a)) - ma.mul(ma), vb = blur(b.mul(b)) - mb.mul(mb), cov = blur(a.mul(b)) - ma.mul(mb);
-  cv::Mat num = (2 * ma.mul(mb) + c1).mul(2 * cov + c2), den = (ma.mul(ma) + mb.mul(mb) + c1).mul(va + vb + c2);
-  const cv::Mat s = num / den;
-  return std::max({cv::mean(s.colRange(0, 32))[0], cv::mean(s.colRange(32, 64))[0], cv::mean(s.rowRange(0, 32))[0],
-                   cv::mean(s.rowRange(32, 64))[0]});
-}
-
 // The faces (min side >= min_side in the 1280x720 clip) of clip frame `index` judged in an output
 // luma of any size (the master is scaled to it with an area filter, as veil scales).
 struct FaceVerdict {
@@ -102,9 +76,7 @@ inline FaceVerdict JudgeFrame(const GroundTruthClip& clip, int index, const cv::
   const double s = double(out_luma.cols) / clip.master[size_t(index)].cols;
   for (const GtFace& f : it->second) {
     if (f.minside < min_side) continue;
-    const int x0 = int(std::floor(f.x * s)), y0 = int(std::floor(f.y * s));
-    const cv::Rect box(x0, y0, int(std::ceil((f.x + f.w) * s)) - x0, int(std::ceil((f.y + f.h) * s)) - y0);
-    const double ssim = BestHalfSsim(master, out_luma, box);
+    const double ssim = veil::BestHalfSsim(master, out_luma, cv::Rect2d(f.x * s, f.y * s, f.w * s, f.h * s));
     ++v.judged;
     v.visible += ssim >= kLeakSsim;
     v.max_ssim = std::max(v.max_ssim, ssim);
