@@ -369,15 +369,19 @@ async function main() {
                                                             body: JSON.stringify({ mode: "bypass" }) });
   check(put.status === 200, "switched to bypass for the control");
   await sleep(1500);
+  // Six frames 300 ms apart: the camera's faces turn and shrink over its 6 s, and the browser's
+  // encoding softens small ones (3 frames once showed only 1 visible face: a flaky control).
   const control = [];
-  for (let i = 0; i < 3; ++i) {
+  for (let i = 0; i < 6; ++i) {
     const d = await watch.evaluate(() => window.veilWatch.capture());
     control.push(`${frames}/bypass-${i}.png`);
     writeFileSync(control[i], Buffer.from(d.split(",")[1], "base64"));
     await sleep(300);
   }
-  const shown = judge(control).reduce((n, im) => n + im.leaked, 0);
-  check(shown >= 2, `in bypass the judge sees the faces (${shown} leaked in ${control.length} frames)`);
+  const controlJudged = judge(control);
+  const shown = controlJudged.reduce((n, im) => n + im.leaked, 0);
+  const judgedInControl = controlJudged.reduce((n, im) => n + im.faces, 0);
+  check(shown >= 2, `in bypass the judge sees the faces (${shown} of ${judgedInControl} visible in ${control.length} frames)`);
 
   // --- The client ends its resource with DELETE ---
   await pub.evaluate(() => window.pub.client.destroy());
