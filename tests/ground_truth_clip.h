@@ -64,7 +64,7 @@ inline GroundTruthClip LoadGroundTruthClip(const std::string& dir, int max_frame
 // The faces (min side >= min_side in the 1280x720 clip) of clip frame `index` judged in an output
 // luma of any size (the master is scaled to it with an area filter, as veil scales).
 struct FaceVerdict {
-  int judged = 0, visible = 0;
+  int judged = 0, visible = 0, clear_judged = 0, clear_visible = 0;  // clear: leakcheck's frontal, unoccluded
   double max_ssim = 0;
 };
 inline FaceVerdict JudgeFrame(const GroundTruthClip& clip, int index, const cv::Mat& out_luma, float min_side = 40) {
@@ -79,6 +79,8 @@ inline FaceVerdict JudgeFrame(const GroundTruthClip& clip, int index, const cv::
     const double ssim = veil::BestHalfSsim(master, out_luma, cv::Rect2d(f.x * s, f.y * s, f.w * s, f.h * s));
     ++v.judged;
     v.visible += ssim >= kLeakSsim;
+    v.clear_judged += f.clear;
+    v.clear_visible += f.clear && ssim >= kLeakSsim;
     v.max_ssim = std::max(v.max_ssim, ssim);
   }
   return v;

@@ -106,17 +106,11 @@ GtTally JudgeAgainstGroundTruth(const test::GroundTruthClip& clip, const std::st
     if (!f || i % 3 || i >= int(clip.master.size())) continue;
     const cv::Mat y((*f)->height, (*f)->width, CV_8UC1, (*f)->y.data, size_t((*f)->y.stride));
     ++t.frames;
-    auto faces = clip.faces.find(i);
-    if (faces == clip.faces.end()) continue;
-    cv::Mat master = clip.master[size_t(i)];
-    for (const test::GtFace& g : faces->second) {
-      if (g.minside < 40) continue;
-      const bool visible = BestHalfSsim(master, y, cv::Rect2d(g.x, g.y, g.w, g.h)) >= kLeakSsim;
-      ++t.judged;
-      t.visible += visible;
-      t.clear_judged += g.clear;
-      t.clear_visible += g.clear && visible;
-    }
+    const test::FaceVerdict v = test::JudgeFrame(clip, i, y);
+    t.judged += v.judged;
+    t.visible += v.visible;
+    t.clear_judged += v.clear_judged;
+    t.clear_visible += v.clear_visible;
   }
   return t;
 }
