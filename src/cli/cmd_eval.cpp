@@ -32,6 +32,9 @@ void RegisterEval(CLI::App& app, int* rc) {
   sub->add_option("--pixel-every", o->motion.pixel_every,
                   "Motion eval: judge over-blur and whole-frame mosaic on every Nth frame (default 5; faces: every frame)")
       ->check(CLI::Range(1, 1000));
+  sub->add_option("--leaks-csv", o->motion.leaks_csv,
+                  "Motion eval: write every face-frame the pixels show (photo, image, face, frame, size, "
+                  "attributes, share covered) to this CSV");
   sub->add_option("--frames-per-photo", o->motion.frames_per_photo, "Motion eval: frames per photo")
       ->check(CLI::Range(3, 3000));
   sub->add_flag("--photos-only", o->photos_only, "Only the photo evaluation");
@@ -40,7 +43,11 @@ void RegisterEval(CLI::App& app, int* rc) {
   AddConfigOptions(*sub, o->config, {{"privacy.detect_size", "live-detect-size"}});
   sub->callback([o, rc] {
     if (o->faces.empty()) o->faces = AssetsDir() + "/faces";
-    auto gt = LoadGroundTruth(o->faces);
+    int skipped = 0;
+    auto gt = LoadGroundTruth(o->faces, &skipped);
+    if (gt.ok() && skipped > 0)
+      fmt::print(stderr, "warning: {}/ground_truth.csv: skipped {} box(es) of zero or negative width or height\n",
+                 o->faces, skipped);
     auto size = ParseBoundedSize(o->photo_size);
     auto cfg = Resolve(o->config);
     if (!cfg) return Fail(rc, 2, cfg.error());
@@ -54,7 +61,7 @@ void RegisterEval(CLI::App& app, int* rc) {
     std::string source;
     auto det = LoadDetector(cfg->detector, &source);
     if (!det) return Fail(rc, 2, det.error());
-    nlohmann::json out = {{"detector", (*det)->name()}, {"faces_dir", o->faces}};
+    nlohmann::json out = {{"detector", (*det)->name()}, {"faces_dir", o->faces}, {"skipped_boxes", skipped}};
     if (!o->motion_only) {
       PhotoEvalOptions po;
       po.input = *size;
@@ -74,6 +81,12 @@ void RegisterEval(CLI::App& app, int* rc) {
                    r->recall_ge40(), r->recall_clear_ge40());
         fmt::print("  precision        {:4d}/{:4d} = {:.3f}\n", r->true_detections, r->detections, r->precision());
         fmt::print("  {:.1f} ms per image (preprocess + forward + decode)\n", r->ms_per_image);
+        fmt::print("  true face beyond its detection (>=40 px, {} faces), fraction of the box, p50/p90/p95/p99:\n",
+                   r->reach_left.size());
+        for (const auto& [name, v] : {std::pair{"left", &r->reach_left}, std::pair{"right", &r->reach_right},
+                                      std::pair{"top", &r->reach_top}, std::pair{"bottom", &r->reach_bottom}})
+          fmt::print("    {:6s} {:+.3f} {:+.3f} {:+.3f} {:+.3f}\n", name, Quantile(*v, 0.5), Quantile(*v, 0.9),
+                     Quantile(*v, 0.95), Quantile(*v, 0.99));
       }
     }
     if (!o->photos_only) {

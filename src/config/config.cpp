@@ -137,6 +137,8 @@ const std::vector<KeySpec>& ConfigKeys() {
       Key("tracker.score", "score", "detection score that starts a track", &S::score),
       Key("tracker.low_score", "low-score", "lowest detection score kept (matched to tracks, masked)", &S::low_score),
       Key("tracker.max_coast", "max-coast", "frames a track survives without a detection", &S::max_coast),
+      Key("tracker.growth_base", "", "a mask grows by this fraction of the face per side", &S::growth_base),
+      Key("tracker.growth_per_frame", "", "...plus this fraction per frame since the face's last detection", &S::growth_per_frame),
       Key("detector.family", "detector", "yunet | ultraface", &S::detector),
       Key("detector.model", "model", "model file (default: $VEIL_MODEL_DIR, data dir, assets, embedded)", &S::model),
       Key("detector.model_sha256", "model-sha256", "accept a model file with this sha256 (custom models)", &S::model_sha256),
@@ -340,6 +342,8 @@ Result<PrivacyConfig> Config::BuildPrivacy() const {
   c.tracker.high_score = float(s.score);
   c.tracker.low_score = float(s.low_score);
   c.tracker.max_coast_frames = narrow(s.max_coast);
+  c.tracker.growth_base = float(s.growth_base);
+  c.tracker.growth_per_frame = float(s.growth_per_frame);
   c.tracker.tentative_frames = std::min(c.tracker.tentative_frames, c.tracker.max_coast_frames);
   c.max_result_age_ms = s.max_age_ms;
   c.detect_budget_ms = s.detect_budget_ms;

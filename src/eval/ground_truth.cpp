@@ -8,7 +8,8 @@
 
 namespace veil {
 
-Result<std::vector<GtImage>> LoadGroundTruth(const std::string& dir) {
+Result<std::vector<GtImage>> LoadGroundTruth(const std::string& dir, int* skipped) {
+  if (skipped) *skipped = 0;
   const std::string csv = dir + "/ground_truth.csv";
   std::ifstream in(csv);
   if (!in) return Status::Error("cannot open " + csv + " (is --faces a folder laid out like shared/assets/faces?)");
@@ -36,9 +37,14 @@ Result<std::vector<GtImage>> LoadGroundTruth(const std::string& dir) {
         return Status::Error(csv + ":" + std::to_string(lineno) + ": field " + std::to_string(i + 2) +
                              " is not an integer: '" + s + "'");
     }
-    if (v[2] < 0 || v[3] < 0) return Status::Error(csv + ":" + std::to_string(lineno) + ": negative box size");
     if (f[0].find("..") != std::string::npos || (!f[0].empty() && f[0][0] == '/'))
       return Status::Error(csv + ":" + std::to_string(lineno) + ": image path must stay inside the folder");
+    auto [it, fresh] = index.emplace(f[0], images.size());
+    if (fresh) images.push_back({(std::filesystem::path(dir) / f[0]).string(), {}});
+    if (v[2] <= 0 || v[3] <= 0) {  // a degenerate box: no face to judge
+      if (skipped) ++*skipped;
+      continue;
+    }
     GtFace face;
     face.box = {float(v[0]), float(v[1]), float(v[2]), float(v[3])};
     face.blur = v[4];
@@ -47,11 +53,11 @@ Result<std::vector<GtImage>> LoadGroundTruth(const std::string& dir) {
     face.invalid = v[7];
     face.occlusion = v[8];
     face.pose = v[9];
-    auto [it, fresh] = index.emplace(f[0], images.size());
-    if (fresh) images.push_back({(std::filesystem::path(dir) / f[0]).string(), {}});
     images[it->second].faces.push_back(face);
   }
-  if (images.empty()) return Status::Error(csv + ": no annotated faces");
+  size_t faces = 0;
+  for (const auto& im : images) faces += im.faces.size();
+  if (faces == 0) return Status::Error(csv + ": no annotated faces");
   return images;
 }
 

@@ -24,6 +24,8 @@ struct GtImage {
 };
 
 // Reads <dir>/ground_truth.csv; images are resolved relative to <dir>.
-Result<std::vector<GtImage>> LoadGroundTruth(const std::string& dir);
+// Boxes of zero or negative width or height (the official WIDER val files hold
+// a few) are skipped and counted in `skipped` when given; their image is kept.
+Result<std::vector<GtImage>> LoadGroundTruth(const std::string& dir, int* skipped = nullptr);
 
 }  // namespace veil

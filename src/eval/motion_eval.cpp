@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <fstream>
 
 #include "eval/pixel_judge.h"
 
@@ -77,6 +78,12 @@ Result<MotionEvalResult> RunMotionEval(const std::vector<GtImage>& images, const
   if (o.canvas.width % 2 || o.canvas.height % 2 || o.canvas.width < 64 || o.canvas.height < 64)
     return Status::Error("canvas must be even and at least 64x64");
   if (o.pixel_every < 1 || o.pixel_every > 1000) return Status::Error("pixel_every in [1, 1000]");
+  std::ofstream leaks;
+  if (!o.leaks_csv.empty()) {
+    leaks.open(o.leaks_csv);
+    if (!leaks) return Status::Error("cannot write " + o.leaks_csv);
+    leaks << "photo,image,face,frame,min_side,clear,pose,occlusion,blur,covered\n";
+  }
   PrivacyStage stage(cfg, det);
   MotionEvalResult r;
   FramePtr frame = MakeFrame(o.canvas.width, o.canvas.height);
@@ -133,6 +140,10 @@ Result<MotionEvalResult> RunMotionEval(const std::vector<GtImage>& images, const
         if (clipped.w <= 0 || clipped.h <= 0 || clipped.area() < 0.5f * b.area()) continue;
         const bool ok = CoveredFraction(clipped, rep.rects) >= o.covered;
         const bool visible = BestHalfSsim(master_y, out_y, {b.x, b.y, b.w, b.h}) >= kLeakSsim;
+        if (visible && leaks)
+          leaks << photos << ',' << im.path << ',' << g << ',' << t << ',' << std::lround(f.min_side() * mo.s) << ','
+                << f.clear() << ',' << f.pose << ',' << f.occlusion << ',' << f.blur << ','
+                << CoveredFraction(clipped, rep.rects) << '\n';
         cov[g][t] = ok ? 1 : 0;
         ++r.face_frames;
         r.leaked += !ok;

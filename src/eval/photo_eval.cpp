@@ -3,6 +3,9 @@
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
+#include <algorithm>
+#include <cmath>
+
 #include "core/clock.h"
 
 namespace veil {
@@ -19,12 +22,38 @@ nlohmann::json PhotoEvalResult::ToJson() const {
           {"matched_ge40", hit_ge40},
           {"detections", detections},
           {"true_detections", true_detections},
-          {"ms_per_image", ms_per_image}};
+          {"ms_per_image", ms_per_image},
+          {"reach_beyond_detection", ReachJson()}};
+}
+
+double Quantile(std::vector<float> v, double q) {
+  if (v.empty()) return 0;
+  const size_t k = std::min(v.size() - 1, size_t(std::max(0.0, std::ceil(q * double(v.size())) - 1)));
+  std::nth_element(v.begin(), v.begin() + long(k), v.end());
+  return v[k];
+}
+
+nlohmann::json PhotoEvalResult::ReachJson() const {
+  nlohmann::json j = {{"faces", reach_left.size()}};
+  const std::pair<const char*, const std::vector<float>*> sides[] = {
+      {"left", &reach_left}, {"right", &reach_right}, {"top", &reach_top}, {"bottom", &reach_bottom}};
+  for (const auto& [name, v] : sides)
+    j[name] = {{"p50", Quantile(*v, 0.5)}, {"p90", Quantile(*v, 0.9)}, {"p95", Quantile(*v, 0.95)},
+               {"p99", Quantile(*v, 0.99)}};
+  return j;
 }
 
 std::vector<bool> MatchDetections(const Detections& dets, const std::vector<GtFace>& gt, float match_iou,
                                   int* true_dets) {
-  std::vector<bool> matched(gt.size(), false);
+  const std::vector<int> idx = MatchDetectionIndices(dets, gt, match_iou, true_dets);
+  std::vector<bool> matched(gt.size());
+  for (size_t g = 0; g < gt.size(); ++g) matched[g] = idx[g] >= 0;
+  return matched;
+}
+
+std::vector<int> MatchDetectionIndices(const Detections& dets, const std::vector<GtFace>& gt, float match_iou,
+                                       int* true_dets) {
+  std::vector<int> matched(gt.size(), -1);
   std::vector<size_t> order(dets.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return dets[a].score > dets[b].score; });
@@ -33,7 +62,7 @@ std::vector<bool> MatchDetections(const Detections& dets, const std::vector<GtFa
     int best = -1;
     float best_iou = match_iou;
     for (size_t g = 0; g < gt.size(); ++g) {
-      if (matched[g]) continue;
+      if (matched[g] >= 0) continue;
       const float iou = IoU(dets[i].box, gt[g].box);
       if (iou >= best_iou) {
         best_iou = iou;
@@ -41,7 +70,7 @@ std::vector<bool> MatchDetections(const Detections& dets, const std::vector<GtFa
       }
     }
     if (best >= 0) {
-      matched[best] = true;
+      matched[best] = int(i);
       ++hits;
     }
   }
@@ -78,20 +107,28 @@ Result<PhotoEvalResult> RunPhotoEval(const std::vector<GtImage>& images, Detecto
       dets.push_back({d.box.Scaled(inv_x, inv_y), d.score});
     }
     r.detections += int(dets.size());
-    const std::vector<bool> hit = MatchDetections(dets, im.faces, o.match_iou, &r.true_detections);
+    const std::vector<int> match = MatchDetectionIndices(dets, im.faces, o.match_iou, &r.true_detections);
     for (size_t g = 0; g < im.faces.size(); ++g) {
       const GtFace& f = im.faces[g];
       if (!f.valid()) continue;
+      const bool hit = match[g] >= 0;
+      if (hit && f.min_side() >= 40) {
+        const Box& d = dets[size_t(match[g])].box;
+        r.reach_left.push_back((d.x - f.box.x) / d.w);
+        r.reach_right.push_back((f.box.x2() - d.x2()) / d.w);
+        r.reach_top.push_back((d.y - f.box.y) / d.h);
+        r.reach_bottom.push_back((f.box.y2() - d.y2()) / d.h);
+      }
       if (f.min_side() >= 20) {
         ++r.gt_ge20;
-        r.hit_ge20 += hit[g];
+        r.hit_ge20 += hit;
       }
       if (f.min_side() >= 40) {
         ++r.gt_ge40;
-        r.hit_ge40 += hit[g];
+        r.hit_ge40 += hit;
         if (f.clear()) {
           ++r.gt_clear_ge40;
-          r.hit_clear_ge40 += hit[g];
+          r.hit_clear_ge40 += hit;
         }
       }
     }

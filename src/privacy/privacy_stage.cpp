@@ -171,6 +171,7 @@ FrameReport PrivacyStage::Process(Frame& f) {
   r.scene_cut = (cfg_.scene_cut && SceneCut(f)) || resized;
   if (r.scene_cut) {
     ++counters_.scene_cuts;
+    tracker_.MarkShotChange();
     if (sched_) {
       // Live: what we know describes the previous shot. Fail closed until the
       // detection of this frame (submitted below) comes back.

@@ -12,7 +12,7 @@ namespace veil {
 struct MosaicParams {
   double cells_across = 3.0;  // cells across a face's detected width: a big face is as coarse as a small one
   int min_cell = 8;           // never finer than this (luma px)
-  double margin = 0.50;       // each face box grows by this fraction of its size per side (covers a profile's head)
+  double margin = 0.40;       // each face box grows by this fraction of its size per side (docs/privacy.md)
   int full_frame_cell = 40;   // cell size for full_blur and fail-closed frames (luma px)
   int fixed_cell = 0;         // >0: this many px for every face, ignoring its size
 };

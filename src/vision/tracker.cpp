@@ -22,8 +22,10 @@ Status Validate(const TrackerParams& p) {
       p.tentative_frames > p.max_coast_frames)
     return Status::Error("tracker needs 0 <= tentative_frames <= max_coast_frames <= 600");
   if (p.confirm_hits < 1 || p.confirm_hits > 100) return Status::Error("tracker confirm_hits in [1, 100]");
-  if (!(p.sigma_k >= 0.f && p.sigma_k <= 10.f) || !(p.max_growth >= 0.f && p.max_growth <= 5.f))
-    return Status::Error("tracker sigma_k in [0, 10] and max_growth in [0, 5]");
+  if (!(p.growth_base >= 0.f && p.growth_base <= 1.f) || !(p.growth_per_frame >= 0.f && p.growth_per_frame <= 1.f) ||
+      !(p.speed_share >= 0.f && p.speed_share <= 10.f) || !(p.max_growth >= 0.f && p.max_growth <= 5.f))
+    return Status::Error(
+        "tracker needs growth_base and growth_per_frame in [0, 1], speed_share in [0, 10], max_growth in [0, 5]");
   return Status::Ok();
 }
 
@@ -84,6 +86,7 @@ void Tracker::Correct(Track& t, const Detection& d) {
   t.h.Update(h, rh);
   t.score = d.score;
   t.frames_since_update = 0;
+  t.prior_shot = false;
   if (++t.hits >= p_.confirm_hits) t.confirmed = true;
 }
 
@@ -136,10 +139,16 @@ void Tracker::Update(const Detections& dets) {
   };
   const std::vector<int> new_high = match(high, p_.match_iou);
   const std::vector<int> new_low = match(low, p_.low_match_iou);
+  for (size_t t = tracks_.size(); t-- > 0;)
+    if (tracks_[t].prior_shot && !track_used[t]) tracks_.erase(tracks_.begin() + long(t));
   for (int i : new_high) tracks_.push_back(Birth(dets[i], /*confirmed=*/true));
   // Unmatched low-score detections still get masked (a false mosaic is cheap,
   // a missed face is not) but die quickly unless a later detection confirms them.
   for (int i : new_low) tracks_.push_back(Birth(dets[i], /*confirmed=*/p_.confirm_hits <= 1));
+}
+
+void Tracker::MarkShotChange() {
+  for (auto& t : tracks_) t.prior_shot = true;
 }
 
 std::vector<Mask> Tracker::Masks(int frame_w, int frame_h) const {
@@ -147,11 +156,13 @@ std::vector<Mask> Tracker::Masks(int frame_w, int frame_h) const {
   out.reserve(tracks_.size());
   for (const auto& t : tracks_) {
     const Box b = t.box();
-    // Grow by sigma_k standard deviations of centre and half-size.
-    float gx = p_.sigma_k * (std::sqrt(t.cx.p00) + 0.5f * std::sqrt(t.w.p00));
-    float gy = p_.sigma_k * (std::sqrt(t.cy.p00) + 0.5f * std::sqrt(t.h.p00));
-    gx = std::min(gx, p_.max_growth * b.w);
-    gy = std::min(gy, p_.max_growth * b.h);
+    const float n = float(t.frames_since_update);
+    // The centre drifts by the speed, and the half-size by half its rate of change.
+    const float vx = std::abs(t.cx.v) + 0.5f * std::abs(t.w.v), vy = std::abs(t.cy.v) + 0.5f * std::abs(t.h.v);
+    const float gx = std::min(p_.growth_base * b.w + n * std::max(p_.growth_per_frame * b.w, p_.speed_share * vx),
+                              p_.max_growth * b.w);
+    const float gy = std::min(p_.growth_base * b.h + n * std::max(p_.growth_per_frame * b.h, p_.speed_share * vy),
+                              p_.max_growth * b.h);
     const Box m{b.x - gx, b.y - gy, b.w + 2 * gx, b.h + 2 * gy};
     if (m.x2() <= 0 || m.y2() <= 0 || m.x >= frame_w || m.y >= frame_h) continue;
     out.push_back({m, b.w, t.id});

@@ -1,6 +1,7 @@
 // Multi-face tracker: Kalman filter + IoU association in the ByteTrack style.
 // No optical flow: between detections tracks coast on their velocity, and a
-// coasting track's mask grows with its position uncertainty.
+// coasting track's mask grows with the time since its last detection and its
+// measured speed.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -12,14 +13,20 @@ namespace veil {
 
 struct TrackerParams {
   float high_score = 0.5f;     // detections at/above: first-stage matching and track birth
-  float low_score = 0.25f;     // [low, high): second-stage matching only (plus tentative birth)
+  float low_score = 0.2f;      // [low, high): second-stage matching only (plus tentative birth)
   float match_iou = 0.2f;      // first-stage gate
   float low_match_iou = 0.4f;  // second-stage gate
   int max_coast_frames = 30;   // a confirmed track survives this many frames without a match
   int tentative_frames = 6;    // an unconfirmed track dies after this many frames without a match
   int confirm_hits = 2;        // matches needed to confirm a track born from a low score
-  float sigma_k = 2.0f;        // mask grows by sigma_k standard deviations of position/size
-  float max_growth = 1.0f;     // ...but at most this fraction of the box per side
+  // A mask is the predicted box grown per side by what the face can have moved
+  // away from the prediction since its last detection (n frames):
+  //   growth_base * size + n * max(growth_per_frame * size, speed_share * |velocity|)
+  // capped at max_growth * size. The velocity is the track's measured one.
+  float growth_base = 0.05f;      // detection jitter, fraction of the box per side
+  float growth_per_frame = 0.02f; // fraction of the box per side per frame since the last detection
+  float speed_share = 0.5f;       // ...or this share of the measured speed, when larger
+  float max_growth = 1.0f;        // never more than this fraction of the box per side
 };
 
 Status Validate(const TrackerParams& p);
@@ -42,6 +49,7 @@ struct Track {
   int hits = 0;
   int frames_since_update = 0;
   bool confirmed = false;
+  bool prior_shot = false;  // born before the last scene cut and not matched since
   Box box() const { return {cx.x - w.x / 2, cy.x - h.x / 2, w.x, h.x}; }
 };
 
@@ -57,8 +65,15 @@ class Tracker {
   // Advances every track by one frame (call once per frame, before Update).
   void Predict();
   // Associates this frame's detections (full-resolution coordinates).
+  // Tracks still flagged by MarkShotChange and left unmatched here are dropped:
+  // they describe the previous shot.
   void Update(const Detections& dets);
-  // Regions to pixelate on the current frame, grown by each track's uncertainty.
+  // A scene cut: every track belongs to the old shot. They keep their masks
+  // until the next Update (the detection of the new shot), which only keeps
+  // those it matches, instead of coasting for max_coast_frames over a picture
+  // that no longer has those faces.
+  void MarkShotChange();
+  // Regions to pixelate on the current frame, grown by each track's motion bound.
   std::vector<Mask> Masks(int frame_w, int frame_h) const;
   const std::vector<Track>& tracks() const { return tracks_; }
   void Reset() { tracks_.clear(); }

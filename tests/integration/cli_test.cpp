@@ -353,5 +353,21 @@ TEST(Cli, EvalJsonNamesItsFields) {
   EXPECT_NE(bad.out.find("ground_truth.csv"), std::string::npos);
 }
 
+TEST(Cli, EvalSkipsDegenerateBoxesWithAWarning) {
+  // WIDER's official val annotations hold a few boxes of zero width or height.
+  const std::string dir = test::TempPath("eval_degenerate");
+  const std::string img = "images/0--Parade/0_Parade_Parade_0_376.jpg";
+  std::filesystem::create_directories(dir + "/images/0--Parade");
+  std::filesystem::copy_file(test::Assets() + "/faces/" + img, dir + "/" + img);
+  std::ofstream(dir + "/ground_truth.csv") << "image,x,y,w,h,blur,expression,illumination,invalid,occlusion,pose\n"
+                                           << img << ",142,270,34,44,2,0,1,0,0,1\n"
+                                           << img << ",300,200,0,30,0,0,0,0,0,0\n";
+  auto r = RunVeil("eval --photos-only --json --faces " + dir);
+  ASSERT_EQ(r.rc, 0) << r.out;
+  EXPECT_NE(r.out.find("skipped 1 box"), std::string::npos) << r.out;
+  EXPECT_EQ(JsonTail(r.out)["skipped_boxes"], 1);
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace veil

@@ -67,6 +67,29 @@ TEST(GroundTruth, MalformedCsvIsAClearError) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(GroundTruth, DegenerateBoxesAreSkippedAndCounted) {
+  // The official WIDER val files hold a few boxes of width or height 0.
+  const std::string dir = test::TempPath("gt_degenerate");
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/ground_truth.csv") << "image,x,y,w,h,blur,expression,illumination,invalid,occlusion,pose\n"
+                                           << "a.jpg,10,20,0,40,0,0,0,0,0,0\n"
+                                           << "a.jpg,10,20,30,40,0,0,0,0,0,0\n"
+                                           << "b.jpg,5,5,12,-3,0,0,0,0,0,0\n"
+                                           << "c.jpg,1,1,50,50,0,0,0,0,0,0\n";
+  int skipped = -1;
+  auto r = LoadGroundTruth(dir, &skipped);
+  ASSERT_TRUE(r.ok()) << r.error();
+  EXPECT_EQ(skipped, 2);
+  ASSERT_EQ(r->size(), 3u);  // b.jpg stays, with no face: its detections are false positives
+  EXPECT_EQ((*r)[0].faces.size(), 1u);
+  EXPECT_FLOAT_EQ((*r)[0].faces[0].box.w, 30.f);
+  EXPECT_TRUE((*r)[1].faces.empty());
+  std::ofstream(dir + "/ground_truth.csv") << "image,x,y,w,h,blur,expression,illumination,invalid,occlusion,pose\n"
+                                           << "a.jpg,10,20,0,0,0,0,0,0,0,0\n";
+  EXPECT_FALSE(LoadGroundTruth(dir).ok()) << "a file with no usable box is still an error";
+  std::filesystem::remove_all(dir);
+}
+
 TEST(GroundTruth, ReadsTheSharedAnnotations) {
   auto r = LoadGroundTruth(test::Assets() + "/faces");
   ASSERT_TRUE(r.ok()) << r.error();

@@ -160,6 +160,28 @@ TEST(PrivacyStage, SceneCutForcesDetection) {
   EXPECT_TRUE(rep.detected);
 }
 
+// The leakcheck clip showed tracks of the previous shot coasting over the new
+// one for max_coast frames: masks over faces that are no longer there.
+TEST(PrivacyStage, ASceneCutDropsTheOldShotsMasksWhenItsDetectionComes) {
+  FakeDetector d;
+  d.boxes = {{{20, 20, 30, 30}, 0.9f}};  // detection-copy coordinates: (40, 40) 60x60 in the frame
+  auto c = Cfg(10);
+  c.max_result_age_ms = 1000;
+  c.scene_cut = true;
+  PrivacyStage s(c, &d);
+  auto a = Textured(320, 180, 0);
+  ASSERT_EQ(s.Process(*a).masks, 1);
+  d.boxes = {{{110, 50, 30, 30}, 0.9f}};  // the new shot has its face elsewhere
+  auto dark = MakeFrame(320, 180);
+  for (const Plane* p : {&dark->y, &dark->u, &dark->v})
+    for (int y = 0; y < p->height; ++y) std::fill(p->row(y), p->row(y) + p->width, 16);
+  dark->index = 1;
+  auto rep = s.Process(*dark);
+  ASSERT_TRUE(rep.scene_cut);
+  ASSERT_EQ(rep.masks, 1) << "only the new shot's face is masked";
+  EXPECT_GE(rep.rects[0].x0, 180);
+}
+
 // A publisher that changes resolution: the tracks (in the old geometry) go, and the new size is
 // detected on its first frame, even with scene-cut detection off and far from the cadence.
 TEST(PrivacyStage, ResolutionChangeDropsTracksAndDetectsAtOnce) {

@@ -41,6 +41,59 @@ TEST(Tracker, CoastsOnVelocityAndMaskGrowsWithUncertainty) {
   EXPECT_NEAR(t.tracks()[0].box().x, x - 3, 4.0);  // the prediction followed the motion
 }
 
+// The mask is bounded by motion, not by a growing covariance: a still face
+// stays tightly masked between detections, a fast one stays inside its mask.
+TEST(Tracker, MaskGrowthFollowsMeasuredMotion) {
+  {
+    Tracker t;
+    for (int f = 0; f < 10; ++f) {  // a still face, detected every 3rd frame
+      t.Predict();
+      if (f % 3 == 0) t.Update({{At(400, 300, 100), 0.9f}});
+    }
+    t.Predict();
+    t.Predict();  // two frames after a detection, as before the next one
+    auto m = t.Masks(1280, 720);
+    ASSERT_EQ(m.size(), 1u);
+    EXPECT_TRUE(Contains(m[0].box, At(400, 300, 100)));
+    // The mosaic margin is added later; the track itself adds at most 15% per side here
+    // (the covariance model grew a fresh track by 36%, whatever the face did).
+    EXPECT_LT(m[0].box.w, 130.f);
+    EXPECT_LT(m[0].box.h, 130.f);
+  }
+  {
+    Tracker t;
+    float x = 100;
+    for (int f = 0; f < 12; ++f, x += 15) {  // 15 px/frame: a fast pan
+      t.Predict();
+      t.Update({{At(x, 300, 80), 0.9f}});
+    }
+    for (int f = 0; f < 8; ++f, x += 15 + f) {  // blind, and the face accelerates
+      t.Predict();
+      auto m = t.Masks(1280, 720);
+      ASSERT_EQ(m.size(), 1u);
+      EXPECT_TRUE(Contains(m[0].box, At(x, 300, 80))) << "fast face left its mask, coasting frame " << f;
+    }
+  }
+}
+
+TEST(Tracker, AShotChangeKeepsOnlyTheTracksTheNextDetectionMatches) {
+  Tracker t;
+  t.Predict();
+  t.Update({{At(100, 100), 0.9f}, {At(600, 300), 0.9f}});
+  t.Predict();
+  t.Update({{At(100, 100), 0.9f}, {At(600, 300), 0.9f}});
+  ASSERT_EQ(t.tracks().size(), 2u);
+  t.MarkShotChange();
+  t.Predict();
+  EXPECT_EQ(t.Masks(1280, 720).size(), 2u) << "until the new shot is detected, the old masks stay";
+  t.Update({{At(602, 301), 0.9f}, {At(900, 500), 0.9f}});  // one face still there, one new
+  ASSERT_EQ(t.tracks().size(), 2u) << "the unmatched track of the old shot went at once, not after max_coast";
+  for (const auto& tr : t.tracks()) EXPECT_GT(tr.box().x, 500.f);
+  t.Predict();
+  t.Update({});  // a later miss: the surviving tracks coast as usual
+  EXPECT_EQ(t.tracks().size(), 2u);
+}
+
 TEST(Tracker, DiesAfterMaxCoastFrames) {
   TrackerParams p;
   p.max_coast_frames = 10;
