@@ -1,5 +1,6 @@
 #include "privacy/privacy_stage.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 
@@ -49,13 +50,14 @@ PrivacyStage::PrivacyStage(const PrivacyConfig& c, DetectionSink* scheduler, uin
     : cfg_(c), sched_(scheduler), session_(session), tracker_(c.tracker),
       every_(c.detect_every > 0 ? c.detect_every : 1) {}
 
-void PrivacyStage::UpdateTracker(const Detections& small_dets, const Frame& f) {
+void PrivacyStage::UpdateTracker(const Detections& small_dets, const Frame& f, int64_t detected_frame) {
   const cv::Size small = FitSize(f.width, f.height, cfg_.detect_box);
   const float sx = float(f.width) / small.width, sy = float(f.height) / small.height;
   Detections full;
   full.reserve(small_dets.size());
   for (const auto& d : small_dets) full.push_back({d.box.Scaled(sx, sy), d.score});
-  tracker_.Update(full);
+  // A live result describes an earlier frame: its masks grow from that frame on.
+  tracker_.Update(full, int(std::clamp<int64_t>(f.index - detected_frame, 0, 1000)));
 }
 
 bool PrivacyStage::DetectNow(const Frame& f, FrameReport& r) {
@@ -72,7 +74,7 @@ bool PrivacyStage::DetectNow(const Frame& f, FrameReport& r) {
   if (cfg_.detect_every == 0)
     every_ = std::clamp(int(std::ceil(detect_ms_ema_ / cfg_.detect_budget_ms)), 1, cfg_.max_auto_every);
   if (!res || res->size() != 1) return true;
-  UpdateTracker(res->front(), f);
+  UpdateTracker(res->front(), f, f.index);
   last_result_frame_ = f.index;
   r.ms_track += NowMs() - t2;
   return false;
@@ -107,7 +109,7 @@ void PrivacyStage::ApplyResults(const Frame& f, FrameReport& r) {
     switch (res.outcome) {
       case DetectOutcome::kOk:
         if (res.frame_index > last_result_frame_ && res.frame_index >= min_result_frame_) {
-          UpdateTracker(res.detections, f);
+          UpdateTracker(res.detections, f, res.frame_index);
           last_result_frame_ = res.frame_index;
           failing_ = false;
           r.ms_detect = res.queue_ms + res.infer_ms;

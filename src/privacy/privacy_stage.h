@@ -86,7 +86,7 @@ class PrivacyStage {
   bool DetectNow(const Frame& f, FrameReport& r);  // sync: true on failure
   void Submit(const Frame& f, FrameReport& r);     // async
   void ApplyResults(const Frame& f, FrameReport& r);
-  void UpdateTracker(const Detections& small_dets, const Frame& f);
+  void UpdateTracker(const Detections& small_dets, const Frame& f, int64_t detected_frame);
   // Results delivered by scheduler threads; shared so a late callback after
   // the stage is gone still has somewhere to write.
   struct Mailbox {

@@ -109,7 +109,8 @@ void Tracker::Predict() {
   });
 }
 
-void Tracker::Update(const Detections& dets) {
+void Tracker::Update(const Detections& dets, int age_frames) {
+  age_frames = std::max(age_frames, 0);
   std::vector<int> high, low;
   for (int i = 0; i < int(dets.size()); ++i) {
     if (dets[i].score >= p_.high_score) high.push_back(i);
@@ -129,6 +130,7 @@ void Tracker::Update(const Detections& dets) {
     std::vector<char> det_used(idx.size(), 0);
     for (auto [r, c] : LinearAssignment(cost, int(free_tracks.size()), int(idx.size()), 1.0 - gate)) {
       Correct(tracks_[free_tracks[r]], dets[idx[c]]);
+      tracks_[free_tracks[r]].frames_since_update = age_frames;
       track_used[free_tracks[r]] = 1;
       det_used[c] = 1;
     }
@@ -141,10 +143,12 @@ void Tracker::Update(const Detections& dets) {
   const std::vector<int> new_low = match(low, p_.low_match_iou);
   for (size_t t = tracks_.size(); t-- > 0;)
     if (tracks_[t].prior_shot && !track_used[t]) tracks_.erase(tracks_.begin() + long(t));
+  const size_t born = tracks_.size();
   for (int i : new_high) tracks_.push_back(Birth(dets[i], /*confirmed=*/true));
   // Unmatched low-score detections still get masked (a false mosaic is cheap,
   // a missed face is not) but die quickly unless a later detection confirms them.
   for (int i : new_low) tracks_.push_back(Birth(dets[i], /*confirmed=*/p_.confirm_hits <= 1));
+  for (size_t t = born; t < tracks_.size(); ++t) tracks_[t].frames_since_update = age_frames;
 }
 
 void Tracker::MarkShotChange() {

@@ -67,7 +67,9 @@ class Tracker {
   // Associates this frame's detections (full-resolution coordinates).
   // Tracks still flagged by MarkShotChange and left unmatched here are dropped:
   // they describe the previous shot.
-  void Update(const Detections& dets);
+  // `age_frames`: how many frames ago the detections were taken (a live result
+  // arrives late); the masks of the tracks they update grow from that age.
+  void Update(const Detections& dets, int age_frames = 0);
   // A scene cut: every track belongs to the old shot. They keep their masks
   // until the next Update (the detection of the new shot), which only keeps
   // those it matches, instead of coasting for max_coast_frames over a picture

@@ -76,6 +76,19 @@ TEST(Tracker, MaskGrowthFollowsMeasuredMotion) {
   }
 }
 
+// A live result arrives a few frames after the frame it was taken on: the
+// face has moved since, so its mask starts from that age, not from zero.
+TEST(Tracker, ALateDetectionGrowsItsMaskByItsAge) {
+  Tracker fresh, late;
+  fresh.Predict();
+  late.Predict();
+  fresh.Update({{At(300, 300, 100), 0.9f}});
+  late.Update({{At(300, 300, 100), 0.9f}}, /*age_frames=*/4);
+  const Box a = fresh.Masks(1280, 720)[0].box, b = late.Masks(1280, 720)[0].box;
+  EXPECT_GT(b.w, a.w + 2 * 4 * 0.02f * 100 - 1);  // 4 frames at the per-frame floor, both sides
+  EXPECT_EQ(late.tracks()[0].frames_since_update, 4);
+}
+
 TEST(Tracker, AShotChangeKeepsOnlyTheTracksTheNextDetectionMatches) {
   Tracker t;
   t.Predict();
