@@ -1,18 +1,23 @@
-// Test harness for the live server: the source clip's faces (found once with
-// YuNet, kept as luma crops), publishers that remember which source frame
+// Test harness for the live server: the source clip's faces (from the clip's
+// ground truth when it has one, else found once with YuNet; kept as luma
+// crops), publishers that remember which source frame
 // each RTP timestamp carried, and viewers that check every received frame
 // against the source: faces whose detail survived (leaks) and whether the
 // whole frame is a mosaic.
 #pragma once
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <sstream>
 #include <variant>
 #include <vector>
 
 #include "client/rtp_publisher.h"
 #include "client/rtp_viewer.h"
 #include "core/clock.h"
+#include "eval/pixel_judge.h"
 #include "face_check.h"
 #include "media/reader.h"
 #include "server_process.h"
@@ -30,7 +35,26 @@ struct SourceClip {
   ClipPtr clip;
   std::vector<std::vector<SourceFace>> faces;  // per frame
   int frames = 0;
+  bool ground_truth = false;  // faces from the clip's annotations, judged by leakcheck's criterion
 };
+
+// A clip rendered by leakcheck (scripts/make-test-media.sh: media/leakcheck/)
+// sits beside gt.csv: frame,x,y,w,h,minside,clear,face. Its faces of min side
+// >= 40 px are the ground truth; veil's detector has no say in what is checked.
+inline std::map<int, std::vector<Box>> GroundTruthBoxes(const std::string& clip_path) {
+  std::map<int, std::vector<Box>> out;
+  std::ifstream in(std::filesystem::path(clip_path).parent_path() / "gt.csv");
+  std::string line;
+  if (!in || !std::getline(in, line)) return out;
+  while (std::getline(in, line)) {
+    std::stringstream ss(line);
+    std::string v[6];
+    for (auto& x : v) std::getline(ss, x, ',');
+    if (std::stof(v[5]) < 40) continue;
+    out[std::stoi(v[0])].push_back({std::stof(v[1]), std::stof(v[2]), std::stof(v[3]), std::stof(v[4])});
+  }
+  return out;
+}
 
 inline SourceClip LoadSourceClip(const std::string& path) {
   {
@@ -38,20 +62,35 @@ inline SourceClip LoadSourceClip(const std::string& path) {
     auto clip = LoadClip(path);
     EXPECT_TRUE(clip.ok()) << clip.error();
     if (clip.ok()) c.clip = *clip;
+    const std::map<int, std::vector<Box>> truth = GroundTruthBoxes(path);
+    c.ground_truth = !truth.empty();
     auto det = LoadDetector({});
     auto r = MediaReader::Open(path);
     EXPECT_TRUE(det.ok() && r.ok());
     if (!det.ok() || !r.ok()) return c;
     cv::Mat bgr;
-    for (;;) {
+    for (int index = 0;; ++index) {
       ReadItem it = (*r)->Next();
       if (std::holds_alternative<EndOfStream>(it)) break;
       auto* f = std::get_if<FramePtr>(&it);
-      if (!f) continue;
+      if (!f) {
+        --index;
+        continue;
+      }
       const Frame& src = **f;
+      std::vector<SourceFace> faces;
+      if (!truth.empty()) {
+        if (auto t = truth.find(index); t != truth.end())
+          for (const Box& b : t->second) {
+            const cv::Rect roi = ClipBox(b, src.width, src.height);
+            if (roi.width < 16) continue;
+            faces.push_back({roi, LumaOf(src)(roi).clone()});
+          }
+        c.faces.push_back(std::move(faces));
+        continue;
+      }
       const cv::Size small = FitSize(src.width, src.height, {640, 360});
       DownscaleToBgr(src, small, bgr);
-      std::vector<SourceFace> faces;
       auto res = (*det)->Detect({bgr}, 0.6f);
       if (res.ok())
         for (const auto& d : res->front()) {
@@ -67,9 +106,10 @@ inline SourceClip LoadSourceClip(const std::string& path) {
   }
 }
 
-// A test clip with faces (default: the 720p30 VP8 clip), and its faces
-// (YuNet at 640x360, score >= 0.6), loaded once per clip.
-inline const SourceClip& Source(const std::string& name = "sample_720p30.ivf") {
+// A test clip with faces, and its faces, loaded once per clip. The default is
+// the leakcheck clip (4 annotated photos, 12 s, 1280x720, a cut every 3 s):
+// its faces are ground truth. Other clips' faces are YuNet's at 640x360, score >= 0.6.
+inline const SourceClip& Source(const std::string& name = "leakcheck/input.ivf") {
   static std::mutex mu;
   static std::map<std::string, std::unique_ptr<SourceClip>> cache;
   std::lock_guard lk(mu);
@@ -118,6 +158,7 @@ struct FrameCheck {
   double sent_ms = 0, arrival_ms = 0;
   int faces = 0, leaked = 0;
   double grad = 0;         // mean |dY/dx| inside 40 px cells: ~0 for a whole-frame mosaic
+  bool close_up = false;   // the faces, grown 50% per side, cover half the frame: their masks may too
 };
 
 // Mean absolute horizontal luma step inside the cells of a whole-frame
@@ -170,12 +211,18 @@ class Watch {
     }
     c.arrival_ms = arrival;
     const auto& faces = src_->faces[size_t(c.index)];
+    double grown_area = 0;
     for (const SourceFace& sf : faces) {
       ++c.faces;
-      const double corr = DetailCorrelation(sf.y, LumaOf(f)(sf.roi));
-      c.leaked += corr >= kLeakCorrelation;
+      grown_area += 4.0 * sf.roi.area();
+      const cv::Mat out = LumaOf(f)(sf.roi);
+      if (src_->ground_truth)  // visible when any half keeps SSIM >= 0.91 (eval/pixel_judge.h)
+        c.leaked += BestHalfSsim(sf.y, out, cv::Rect2d(0, 0, sf.roi.width, sf.roi.height)) >= kLeakSsim;
+      else
+        c.leaked += DetailCorrelation(sf.y, out) >= kLeakCorrelation;
     }
     c.grad = InCellGradient(f);
+    c.close_up = grown_area >= 0.5 * f.width * f.height;
     std::lock_guard lk(mu_);
     checks_.push_back(c);
   }
@@ -203,14 +250,15 @@ inline void AddViewer(ServerProcess& s, const std::string& id, int port) {
 
 struct Summary {
   int frames = 0, faces = 0, leaked = 0, mosaic = 0;
+  int wide_frames = 0, wide_mosaic = 0;  // frames that are not close-ups, and those of them all mosaic
 };
 
 // In normal anonymize operation detection runs every 3rd frame, so a face
-// that becomes detectable between detections (here: one emerging from smoke
-// at frame ~277 of the clip) shows for the frames until the next result, the
-// same cadence misses the accuracy test bounds offline (leak_all <= 1.85% of
-// face instances). These tests allow that share and print every leak; a fault
-// of the AI path (stall, failure) allows none.
+// that becomes detectable between detections (in the YuNet-judged sample clip:
+// one emerging from smoke at frame ~277) shows for the frames until the next
+// result; offline, `accuracy_test` bounds the same cadence misses (pixel leak
+// <= 2.05% of face-frames on the eval clip). These tests allow that share and
+// print every leak; a fault of the AI path (stall, failure) allows none.
 #if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
 constexpr double kCadenceLeakShare = 0.02;
 #else
@@ -233,6 +281,10 @@ inline Summary Summarize(const std::vector<FrameCheck>& cs, double from, double 
     s.faces += c.faces;
     s.leaked += c.leaked;
     s.mosaic += c.grad < mosaic_grad;
+    if (!c.close_up) {
+      ++s.wide_frames;
+      s.wide_mosaic += c.grad < mosaic_grad;
+    }
   }
   return s;
 }
