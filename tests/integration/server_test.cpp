@@ -170,8 +170,11 @@ TEST(Server, DetectionStallOrFailureNeverLeaksAFace) {
   feed.Stop();
   const auto cs = w.checks();
   const Summary all = Summarize(cs, 0, 1e300);
-  // By send time; a result counts as fresh for max_age_ms (200) after its frame.
-  const Summary stalled = Summarize(cs, stall + 300, fail);
+  // By send time; a result counts as fresh for max_age_ms (200) after its frame. Then the VP8
+  // encoder takes a few frames to replace a textured picture with the mosaic (in-cell gradient
+  // measured 0.36 -> 0.20 over the first 10 fail-closed frames of the leakcheck clip's crowd
+  // shot, 0.08 after): whole-frame is judged from 600 ms on, privacy from the stall itself.
+  const Summary stalled = Summarize(cs, stall + 600, fail);
   const Summary failing = Summarize(cs, fail, heal);
   const Summary healed = Summarize(cs, heal + 1000, end);
   std::printf("all: %d frames, %d faces, %d leaked (outside the fault window); stalled: %d/%d whole-frame; failing: %d/%d; healed: %d/%d\n",
