@@ -23,6 +23,15 @@ FramePtr Textured(int w = 320, int h = 180, int64_t index = 0) {
   return f;
 }
 
+// A uniform dark frame: another shot than Textured's.
+FramePtr Flat(int w, int h, int64_t index) {
+  auto f = MakeFrame(w, h);
+  for (const Plane* p : {&f->y, &f->u, &f->v})
+    for (int y = 0; y < p->height; ++y) std::fill(p->row(y), p->row(y) + p->width, 16);
+  f->index = index;
+  return f;
+}
+
 bool SamePixels(const Frame& a, const Frame& b, const Rect& r) {
   for (int y = r.y0; y < r.y1; ++y)
     for (int x = r.x0; x < r.x1; ++x)
@@ -151,10 +160,7 @@ TEST(PrivacyStage, SceneCutForcesDetection) {
   s.Process(*a);
   auto b = Textured(320, 180, 1);
   EXPECT_FALSE(s.Process(*b).detected);
-  auto dark = MakeFrame(320, 180);  // a different shot
-  for (const Plane* p : {&dark->y, &dark->u, &dark->v})
-    for (int y = 0; y < p->height; ++y) std::fill(p->row(y), p->row(y) + p->width, 16);
-  dark->index = 2;
+  auto dark = Flat(320, 180, 2);  // a different shot
   auto rep = s.Process(*dark);
   EXPECT_TRUE(rep.scene_cut);
   EXPECT_TRUE(rep.detected);
@@ -172,10 +178,7 @@ TEST(PrivacyStage, ASceneCutDropsTheOldShotsMasksWhenItsDetectionComes) {
   auto a = Textured(320, 180, 0);
   ASSERT_EQ(s.Process(*a).masks, 1);
   d.boxes = {{{110, 50, 30, 30}, 0.9f}};  // the new shot has its face elsewhere
-  auto dark = MakeFrame(320, 180);
-  for (const Plane* p : {&dark->y, &dark->u, &dark->v})
-    for (int y = 0; y < p->height; ++y) std::fill(p->row(y), p->row(y) + p->width, 16);
-  dark->index = 1;
+  auto dark = Flat(320, 180, 1);
   auto rep = s.Process(*dark);
   ASSERT_TRUE(rep.scene_cut);
   ASSERT_EQ(rep.masks, 1) << "only the new shot's face is masked";
@@ -347,10 +350,7 @@ TEST(PrivacyStageAsync, SceneCutFailsClosedUntilTheNewShotIsDetected) {
     h.WaitIdle();
   }
   h.det->sleep_ms = 100;  // the new shot's detection takes a while
-  auto cut = MakeFrame(320, 180);
-  for (const Plane* p : {&cut->y, &cut->u, &cut->v})
-    for (int y = 0; y < p->height; ++y) std::fill(p->row(y), p->row(y) + p->width, 16);
-  cut->index = 3;
+  auto cut = Flat(320, 180, 3);
   auto rep = s.Process(*cut);
   EXPECT_TRUE(rep.scene_cut);
   EXPECT_TRUE(rep.fail_closed) << "a new shot must not be shown before it is detected";

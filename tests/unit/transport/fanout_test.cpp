@@ -24,7 +24,10 @@ TEST(Fanout, SlowViewerDropsToTheNextKeyframeAndNobodyWaits) {
   std::atomic<int> drops_reported{0};
   std::mutex mu;
   std::vector<uint32_t> fast_got, slow_got;
-  Fanout fan(4, {}, [&] { ++drops_reported; });
+  // 16 frames of queue: the fast viewer may be descheduled for 30 ms on a loaded CI machine
+  // (with 4 it lost 12 frames there once) and still get every one; the slow viewer, at 30 ms
+  // per frame, falls ~70 frames behind the 2 ms cadence all the same.
+  Fanout fan(16, {}, [&] { ++drops_reported; });
   ASSERT_TRUE(fan.Add("fast", [&](const RtpFrame& f) {
                    std::lock_guard lk(mu);
                    fast_got.push_back(f.rtp_ts);
