@@ -1,8 +1,10 @@
 // Shared by the browser tests: veil serve on a free loopback port, Debian's
 // headless chromium pinned to loopback, and small assertion helpers.
-import { spawn } from "node:child_process";
-import { chmodSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { execFileSync, spawn } from "node:child_process";
+import { chmodSync, existsSync, mkdtempSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { setTimeout as sleep } from "node:timers/promises";
 import { chromium } from "playwright-core";
 
@@ -10,6 +12,52 @@ export const bin = process.env.VEIL_BIN;
 export const media = process.env.VEIL_TEST_MEDIA;
 export const shots = process.env.VEIL_SCREENSHOTS || "screenshots";
 export const browserPath = process.env.CHROMIUM || "/usr/bin/chromium";
+// The leakcheck clip (scripts/make-test-media.sh): lossless master, exact face boxes per frame.
+export const clipDir = media + "/leakcheck";
+const here = dirname(fileURLToPath(import.meta.url));
+
+// A fake camera (Y4M, looped by Chromium) from the clip's first `frames` lossless frames; with
+// `frameCode`, the frame code of make-test-media.sh's camera in the top-left corner (160x16 px:
+// white, black, then the frame number mod 256 in 8 bits, MSB first) for glass-to-glass timing.
+export function makeGroundTruthCamera(path, frames, frameCode = false) {
+  if (existsSync(path)) return;
+  let vf = "null";
+  if (frameCode) {
+    vf = "drawbox=x=0:y=0:w=160:h=16:color=black:t=fill,drawbox=x=0:y=0:w=16:h=16:color=white:t=fill";
+    for (let k = 7; k >= 0; --k)
+      vf += `,drawbox=x=${(9 - k) * 16}:y=0:w=16:h=16:color=white:t=fill:enable='eq(mod(floor(n/${1 << k}),2),1)'`;
+  }
+  execFileSync("ffmpeg", ["-nostdin", "-loglevel", "error", "-y", "-i", clipDir + "/master.mkv", "-frames:v", String(frames),
+                          "-vf", vf, "-pix_fmt", "yuv420p", path + ".tmp.y4m"]);
+  renameSync(path + ".tmp.y4m", path);
+}
+
+// Which annotated faces each captured picture leaves visible (no detector): leakcheck's
+// criterion, by tests/tools/snapshot_faces.py, searching the clip's first `frames` frames.
+export function judgeGroundTruth(paths, frames) {
+  return JSON.parse(execFileSync("/usr/bin/python3", [join(here, "..", "tools", "snapshot_faces.py"), clipDir,
+                                                      "--frames", String(frames), ...paths],
+                                 { encoding: "utf8", maxBuffer: 1 << 24, stdio: ["ignore", "pipe", "ignore"] })).images;
+}
+
+// Totals of judgeGroundTruth's answer: faces judged, visible, and visible clear faces.
+export function tallyGroundTruth(images) {
+  // gt.csv has CRLF line ends (leakcheck writes it with Python's csv module).
+  const [head, ...rows] = readFileSync(clipDir + "/gt.csv", "utf8").trim().split(/\r?\n/).map(l => l.split(","));
+  const col = name => head.indexOf(name);
+  const clear = new Set(rows.filter(r => r[col("clear")] === "1").map(r => r[col("frame")] + "/" + r[col("face")]));
+  const t = { judged: 0, visible: 0, clearVisible: 0, lines: [] };
+  for (const im of images) {
+    t.judged += im.faces;
+    for (const f of im.detail) if (f.leaked) {
+      ++t.visible;
+      if (clear.has(im.frame + "/" + f.face)) ++t.clearVisible;
+      t.lines.push(`${im.image} frame ${im.frame} face ${f.face} ssim ${f.ssim_half}`);
+    }
+  }
+  return t;
+}
+
 const children = [];
 let browser = null;
 

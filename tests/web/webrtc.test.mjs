@@ -1,9 +1,12 @@
 // WHIP publish and WHEP watch end to end in a real browser (Debian's headless chromium driven by
-// playwright-core). A fake 720p30 camera (a Y4M of the clip with faces, generated, with a frame code
-// in its corner) is published through the publish page, watched on the watch page, and:
+// playwright-core). A fake 720p30 camera (the leakcheck clip's first shot, 3 s of annotated faces
+// at known places, with a frame code in its corner) is published through the publish page, watched
+// on the watch page, and:
 //  - the viewer decodes >= 28 fps at 1280x720 after warm-up (WebRTC inbound-rtp framesDecoded);
-//  - frames captured from the viewer's <video> hold no face veil's own detector can find, while the
-//    source frames do (and the same capture in bypass mode does show faces: the check can fail);
+//  - frames captured from the viewer's <video> leave no clear annotated face visible, judged
+//    against ground truth by leakcheck's criterion (tests/tools/snapshot_faces.py), and the same
+//    judge sees the faces in bypass (the check can fail); what veil's own detector finds in them
+//    is reported;
 //  - the operator page's "full blur" turns what the viewer sees into a whole-frame mosaic within 1 s;
 //  - glass-to-glass latency (publisher preview -> viewer, by frame code) is reported;
 //  - bad input gets clear 4xx/429 answers and leaks nothing (sessions and server threads return);
@@ -14,7 +17,8 @@ import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
 import {
-  api, bin, browserPath, check, cleanup, launchBrowser, media, procStats, run, shots, spawnChild, startServer, waitFor,
+  api, bin, browserPath, check, cleanup, judgeGroundTruth, launchBrowser, makeGroundTruthCamera, media, procStats,
+  run, shots, spawnChild, startServer, tallyGroundTruth, waitFor,
 } from "./harness.mjs";
 
 const TOKEN = "whip-test-token-0123456789";
@@ -22,7 +26,17 @@ const TOKEN = "whip-test-token-0123456789";
 // reported, not asserted; everything else is, plus a clean sanitizer log.
 const sanitized = !!process.env.VEIL_SANITIZED;
 const checkTiming = (cond, msg) => (sanitized ? console.log("reported (sanitizer build): " + msg) : check(cond, msg));
-const camera = media + "/camera_720p30.y4m";
+const camera = media + "/camera_leakcheck_coded_720p30.y4m";
+const CAMERA_FRAMES = 90;  // the clip's first shot (a stage of dancers), looped by the fake camera
+
+// Ground truth on the captured viewer frames: { judged, visible, clearVisible }, leaks printed.
+function groundTruth(paths, what) {
+  const t = tallyGroundTruth(judgeGroundTruth(paths, CAMERA_FRAMES));
+  for (const l of t.lines) console.log(`visible (${what}): ${l}`);
+  console.log(`figure: ground truth, ${what}: ${paths.length} viewer frames, ${t.judged} faces judged, ${t.visible} visible ` +
+              `(${t.clearVisible} clear)`);
+  return t;
+}
 const frames = shots + "/webrtc-frames";
 
 function detect(paths) {
@@ -103,6 +117,7 @@ function quantile(xs, q) {
 }
 
 async function main() {
+  makeGroundTruthCamera(camera, CAMERA_FRAMES, /*frameCode=*/true);
   for (const [what, path] of [["VEIL_BIN", bin], ["the camera Y4M", camera], ["chromium", browserPath]])
     if (!path || !existsSync(path)) throw new Error(`${what} not found (${path}): run ./scripts/install-deps.sh and build first`);
   rmSync(frames, { recursive: true, force: true });
@@ -110,13 +125,13 @@ async function main() {
 
   // The detector sees faces in the source: what the viewer must not see.
   const src = [];
-  for (const t of [1, 2, 3, 4, 5]) {
+  for (const t of [0.5, 1, 1.5, 2, 2.5]) {
     const p = `${frames}/source-${t}.png`;
     execFileSync("ffmpeg", ["-nostdin", "-loglevel", "error", "-y", "-ss", String(t), "-i", camera, "-frames:v", "1", p]);
     src.push(p);
   }
   const srcFaces = detect(src);
-  check(srcFaces.filter(n => n > 0).length >= 4, `veil's detector finds faces in the source frames (${srcFaces})`);
+  check(srcFaces.filter(n => n > 0).length >= 3, `veil's detector finds faces in the source frames (${srcFaces})`);
 
   const server = await startServer(["--publish-token", TOKEN, "--set", "webrtc.connect_timeout_ms=4000"]);
   const url = server.url, pid = server.proc.pid;
@@ -220,9 +235,13 @@ async function main() {
   console.log(`figure: glass-to-glass latency (publisher preview -> viewer display), ${lat.length} frames: ` +
               `p50 ${quantile(lat, 0.5).toFixed(0)} ms, p90 ${quantile(lat, 0.9).toFixed(0)} ms, min ${Math.min(...lat).toFixed(0)} ms`);
   const shotsAnon = await capture(watch, "anonymize", 12, 400);
+  const gtAnon = groundTruth(shotsAnon, "anonymize");
+  check(gtAnon.judged >= shotsAnon.length, `faces were judged in the viewer's frames (${gtAnon.judged})`);
+  check(gtAnon.clearVisible === 0, `no clear annotated face is visible to the viewer (${gtAnon.visible} of ${gtAnon.judged} visible)`);
+  // veil's own detector on the same frames: reported, not asserted. It is part of the system under
+  // test, and YuNet also fires on a well-pixelated face whose head outline stays (docs/privacy.md).
   const facesAnon = detect(shotsAnon);
-  console.log(`figure: faces found in ${shotsAnon.length} viewer frames (anonymize): ${facesAnon.join(" ")}`);
-  check(facesAnon.every(n => n === 0), "no viewer frame holds a face veil's detector can find");
+  console.log(`figure: faces veil's detector finds in ${shotsAnon.length} viewer frames (anonymize): ${facesAnon.join(" ")}`);
   await watch.screenshot({ path: shots + "/watch.png" });
   const processing = st1.stages_ms.processing;
   console.log(`figure: server processing (first packet in -> last packet out) p50 ${processing.p50_ms.toFixed(1)} ms, p99 ${processing.p99_ms.toFixed(1)} ms`);
@@ -265,12 +284,14 @@ async function main() {
   // Bypass shows the faces to the viewer (the face check above can fail), then back to anonymize.
   await row.locator('button[data-mode="bypass"]').click();
   await sleep(1500);
-  const facesBypass = detect(await capture(watch, "bypass", 6, 300));
-  check(facesBypass.filter(n => n > 0).length >= 3, `in bypass mode the viewer's frames show faces (${facesBypass})`);
+  const gtBypass = groundTruth(await capture(watch, "bypass", 6, 300), "bypass");
+  check(gtBypass.visible >= gtBypass.judged / 2, `in bypass the judge sees the faces (${gtBypass.visible} of ${gtBypass.judged})`);
   await row.locator('button[data-mode="anonymize"]').click();
   await sleep(1500);
-  const facesBack = detect(await capture(watch, "anonymize-again", 6, 300));
-  check(facesBack.every(n => n === 0), `back in anonymize, no face again (${facesBack})`);
+  const shotsBack = await capture(watch, "anonymize-again", 6, 300);
+  const gtBack = groundTruth(shotsBack, "anonymize again");
+  check(gtBack.judged > 0 && gtBack.clearVisible === 0, `back in anonymize, no clear face visible (${gtBack.visible} of ${gtBack.judged})`);
+  console.log(`figure: faces veil's detector finds back in anonymize: ${detect(shotsBack).join(" ")}`);
   await op.close();
 
   // --- Bad input: clear answers, nothing leaks ---
@@ -368,8 +389,10 @@ async function main() {
                 "60 H.264 frames and 50 Opus packets at the viewer", 30000);
   const h = await watch.evaluate(() => window.veilWatch.stats);
   check(h.codec === "video/H264" && h.resolution === "1280x720", `the viewer decodes H.264 at 1280x720 (${h.codec} ${h.resolution}, ${h.fps} fps)`);
-  const facesH264 = detect(await capture(watch, "h264", 4, 300));
-  check(facesH264.every(n => n === 0), `no face in the H.264 viewer's frames (${facesH264})`);
+  const shotsH264 = await capture(watch, "h264", 4, 300);
+  const gtH264 = groundTruth(shotsH264, "H.264");
+  check(gtH264.judged > 0 && gtH264.clearVisible === 0, `no clear face in the H.264 viewer's frames (${gtH264.visible} of ${gtH264.judged})`);
+  console.log(`figure: faces veil's detector finds in the H.264 viewer's frames: ${detect(shotsH264).join(" ")}`);
   const hs = (await api(url, "GET", "/v1/sessions/live264/stats")).body;
   check(hs.publisher.audio_packets > 0 && hs.viewers[0].audio_packets_sent > 0,
         `Opus passes through: ${hs.publisher.audio_packets} packets in, ${hs.viewers[0].audio_packets_sent} to the viewer, ${h.audio_packets} received`);

@@ -24,15 +24,16 @@
 //    viewer frames captured right after each change and throughout the impairment are scored by
 //    tests/tools/snapshot_faces.py; no clear face may show. In bypass the same judge sees faces.
 // Loopback only (see harness.mjs). Figures are printed as "figure: ..." lines.
-import { execFileSync, spawn } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { spawn } from "node:child_process";
+import { existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
 import { dirname, join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
 import {
-  adopt, api, bin, browserPath, check, cleanup, launchBrowser, media, run, shots, startServer, waitFor,
+  adopt, api, bin, browserPath, check, cleanup, clipDir, judgeGroundTruth, launchBrowser, makeGroundTruthCamera, media, run,
+  shots, startServer, tallyGroundTruth, waitFor,
 } from "./harness.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -44,19 +45,10 @@ const STEPS = [[8, 2], [16, 1], [24, 1.5], [32, 1]];
 // Under impairment: the output frame rate must not fall under this (measured: see docs/figures.md).
 const MIN_IMPAIRED_FPS = 20;
 const CAPTURE_AT = [0.3, 0.55, 0.8, 3];  // s after a size change, viewer frames judged against ground truth
-const clipDir = media + "/leakcheck";
 const camera = media + "/camera_leakcheck_720p30.y4m";
 const CAMERA_FRAMES = 180;  // 6 s at 30 fps, looped by the fake camera
 const frames = shots + "/whip-client-frames";
 
-// The camera: the first 6 s of the leakcheck clip's lossless master (annotated faces at known
-// places), as the Y4M Chromium's fake capture device loops.
-function makeCamera() {
-  if (existsSync(camera)) return;
-  execFileSync("ffmpeg", ["-nostdin", "-loglevel", "error", "-y", "-i", clipDir + "/master.mkv", "-frames:v", String(CAMERA_FRAMES),
-                          "-pix_fmt", "yuv420p", camera + ".tmp.y4m"]);
-  renameSync(camera + ".tmp.y4m", camera);
-}
 
 // The client and its dependencies (events, sdp-transform) as one browser module.
 async function bundle() {
@@ -104,12 +96,6 @@ window.outbound = async () => {
 };
 </script>`;
 
-// Ground truth: which annotated faces each captured frame leaves visible (the camera's frames only).
-function judge(paths) {
-  return JSON.parse(execFileSync("/usr/bin/python3", [join(here, "..", "tools", "snapshot_faces.py"), clipDir,
-                                                      "--frames", String(CAMERA_FRAMES), ...paths],
-                                 { encoding: "utf8", maxBuffer: 1 << 24, stdio: ["ignore", "pipe", "ignore"] })).images;
-}
 
 // The impairing proxy in front of veil's ICE port (one port: bundle and rtcp-mux). Resolves to
 // { port, proc, on(), off(), counts() }: counts are the proxy's JSON lines, the last one at each switch.
@@ -150,7 +136,8 @@ async function main() {
     if (!path || !existsSync(path)) throw new Error(`${what} not found (${path}): run ./scripts/install-deps.sh and build first`);
   rmSync(frames, { recursive: true, force: true });
   mkdirSync(frames, { recursive: true });
-  makeCamera();
+  // The camera: the clip's first 6 s, lossless (annotated faces at known places).
+  makeGroundTruthCamera(camera, CAMERA_FRAMES);
   const js = await bundle();
   const site = await serveStatic(js);
 
@@ -344,19 +331,9 @@ async function main() {
   check(during.fps_out >= MIN_IMPAIRED_FPS, `under impairment veil sent ${during.fps_out.toFixed(1)} fps (>= ${MIN_IMPAIRED_FPS})`);
   check(recovery >= 0, `full rate with no decode error within ${SECONDS - 1 - IMPAIR_TO} s of the impairment's end (${recovery} s)`);
 
-  const judgedImages = judge(captures);
-  const [head, ...rows] = readFileSync(clipDir + "/gt.csv", "utf8").trim().split("\n").map(l => l.split(","));
-  const col = name => head.indexOf(name);
-  const clear = new Set(rows.filter(r => r[col("clear")] === "1").map(r => r[col("frame")] + "/" + r[col("face")]));
-  let facesJudged = 0, leaked = 0, clearLeaked = 0;
-  for (const im of judgedImages) {
-    facesJudged += im.faces;
-    for (const f of im.detail) if (f.leaked) {
-      ++leaked;
-      if (clear.has(im.frame + "/" + f.face)) ++clearLeaked;
-      console.log(`leak: ${im.image} frame ${im.frame} face ${f.face} ssim ${f.ssim_half}`);
-    }
-  }
+  const tally = tallyGroundTruth(judgeGroundTruth(captures, CAMERA_FRAMES));
+  for (const l of tally.lines) console.log("leak: " + l);
+  const facesJudged = tally.judged, leaked = tally.visible, clearLeaked = tally.clearVisible;
   const nImpaired = captures.filter(p => p.includes("/impaired-")).length;
   console.log(`figure: ground truth, ${captures.length} viewer frames (${captures.length - nImpaired} right after the ` +
               `${changes} size changes, ${nImpaired} under impairment): ${facesJudged} faces judged, ${leaked} leaked ` +
@@ -378,7 +355,7 @@ async function main() {
     writeFileSync(control[i], Buffer.from(d.split(",")[1], "base64"));
     await sleep(300);
   }
-  const controlJudged = judge(control);
+  const controlJudged = judgeGroundTruth(control, CAMERA_FRAMES);
   const shown = controlJudged.reduce((n, im) => n + im.leaked, 0);
   const judgedInControl = controlJudged.reduce((n, im) => n + im.faces, 0);
   check(shown >= 2, `in bypass the judge sees the faces (${shown} of ${judgedInControl} visible in ${control.length} frames)`);
