@@ -36,20 +36,28 @@ struct GroundTruthClip {
   bool ok() const { return !master.empty() && !faces.empty(); }
 };
 
-inline GroundTruthClip LoadGroundTruthClip(const std::string& dir, int max_frames) {
-  GroundTruthClip c;
+// The clip's gt.csv (frame,x,y,w,h,minside,clear,face; CRLF line ends), faces by frame,
+// frames before `max_frames` only. Empty when the file is missing.
+inline std::map<int, std::vector<GtFace>> LoadGroundTruthFaces(const std::string& dir, int max_frames) {
+  std::map<int, std::vector<GtFace>> faces;
   std::ifstream gt(dir + "/gt.csv");
   std::string line;
-  std::getline(gt, line);  // frame,x,y,w,h,minside,clear,face
+  if (!std::getline(gt, line)) return faces;  // the header
   while (std::getline(gt, line)) {
     std::stringstream ss(line);
     std::string v[8];
     for (auto& x : v) std::getline(ss, x, ',');
     const int f = std::stoi(v[0]);
     if (f >= max_frames) continue;
-    c.faces[f].push_back({std::stof(v[1]), std::stof(v[2]), std::stof(v[3]), std::stof(v[4]), std::stof(v[5]),
-                          v[6] == "1", std::stoi(v[7])});
+    faces[f].push_back({std::stof(v[1]), std::stof(v[2]), std::stof(v[3]), std::stof(v[4]), std::stof(v[5]),
+                        v[6] == "1", std::stoi(v[7])});
   }
+  return faces;
+}
+
+inline GroundTruthClip LoadGroundTruthClip(const std::string& dir, int max_frames) {
+  GroundTruthClip c;
+  c.faces = LoadGroundTruthFaces(dir, max_frames);
   auto r = MediaReader::Open(dir + "/master.mkv");
   if (!r.ok()) return {};
   while (int(c.master.size()) < max_frames) {

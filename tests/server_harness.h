@@ -6,11 +6,10 @@
 // whole frame is a mosaic.
 #pragma once
 #include <filesystem>
-#include <fstream>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
-#include <sstream>
 #include <variant>
 #include <vector>
 
@@ -19,6 +18,7 @@
 #include "core/clock.h"
 #include "eval/pixel_judge.h"
 #include "face_check.h"
+#include "ground_truth_clip.h"
 #include "media/reader.h"
 #include "server_process.h"
 #include "vision/detector.h"
@@ -38,31 +38,16 @@ struct SourceClip {
   bool ground_truth = false;  // faces from the clip's annotations, judged by leakcheck's criterion
 };
 
-// A clip rendered by leakcheck (scripts/make-test-media.sh: media/leakcheck/)
-// sits beside gt.csv: frame,x,y,w,h,minside,clear,face. Its faces of min side
-// >= 40 px are the ground truth; veil's detector has no say in what is checked.
-inline std::map<int, std::vector<Box>> GroundTruthBoxes(const std::string& clip_path) {
-  std::map<int, std::vector<Box>> out;
-  std::ifstream in(std::filesystem::path(clip_path).parent_path() / "gt.csv");
-  std::string line;
-  if (!in || !std::getline(in, line)) return out;
-  while (std::getline(in, line)) {
-    std::stringstream ss(line);
-    std::string v[6];
-    for (auto& x : v) std::getline(ss, x, ',');
-    if (std::stof(v[5]) < 40) continue;
-    out[std::stoi(v[0])].push_back({std::stof(v[1]), std::stof(v[2]), std::stof(v[3]), std::stof(v[4])});
-  }
-  return out;
-}
-
 inline SourceClip LoadSourceClip(const std::string& path) {
   {
     SourceClip c;
     auto clip = LoadClip(path);
     EXPECT_TRUE(clip.ok()) << clip.error();
     if (clip.ok()) c.clip = *clip;
-    const std::map<int, std::vector<Box>> truth = GroundTruthBoxes(path);
+    // A clip rendered by leakcheck (media/leakcheck/) sits beside gt.csv: its faces of min side
+    // >= 40 px are the ground truth, and veil's detector has no say in what is checked.
+    const auto truth = LoadGroundTruthFaces(std::filesystem::path(path).parent_path().string(),
+                                            std::numeric_limits<int>::max());
     c.ground_truth = !truth.empty();
     auto det = LoadDetector({});
     auto r = MediaReader::Open(path);
@@ -81,8 +66,9 @@ inline SourceClip LoadSourceClip(const std::string& path) {
       std::vector<SourceFace> faces;
       if (!truth.empty()) {
         if (auto t = truth.find(index); t != truth.end())
-          for (const Box& b : t->second) {
-            const cv::Rect roi = ClipBox(b, src.width, src.height);
+          for (const GtFace& g : t->second) {
+            if (g.minside < 40) continue;
+            const cv::Rect roi = ClipBox({g.x, g.y, g.w, g.h}, src.width, src.height);
             if (roi.width < 16) continue;
             faces.push_back({roi, LumaOf(src)(roi).clone()});
           }

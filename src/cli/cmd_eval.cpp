@@ -83,10 +83,12 @@ void RegisterEval(CLI::App& app, int* rc) {
         fmt::print("  {:.1f} ms per image (preprocess + forward + decode)\n", r->ms_per_image);
         fmt::print("  true face beyond its detection (>=40 px, {} faces), fraction of the box, p50/p90/p95/p99:\n",
                    r->reach_left.size());
-        for (const auto& [name, v] : {std::pair{"left", &r->reach_left}, std::pair{"right", &r->reach_right},
-                                      std::pair{"top", &r->reach_top}, std::pair{"bottom", &r->reach_bottom}})
-          fmt::print("    {:6s} {:+.3f} {:+.3f} {:+.3f} {:+.3f}\n", name, Quantile(*v, 0.5), Quantile(*v, 0.9),
-                     Quantile(*v, 0.95), Quantile(*v, 0.99));
+        const nlohmann::json& reach = out["photos"]["reach_beyond_detection"];
+        for (const char* side : {"left", "right", "top", "bottom"}) {
+          const nlohmann::json& q = reach[side];
+          fmt::print("    {:6s} {:+.3f} {:+.3f} {:+.3f} {:+.3f}\n", side, q["p50"].get<double>(), q["p90"].get<double>(),
+                     q["p95"].get<double>(), q["p99"].get<double>());
+        }
       }
     }
     if (!o->photos_only) {
