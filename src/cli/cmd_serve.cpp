@@ -47,9 +47,11 @@ void RegisterServe(CLI::App& app, int* rc) {
     std::printf("veil serve: listening on http://%s:%d\n", server->listen_host.c_str(),
                 (*api)->port());
     std::fflush(stdout);
-    spdlog::info("control API on http://{}:{} (token {}), RTP on {}, max {} sessions, mode {}",
-                 server->listen_host, (*api)->port(), server->token.empty() ? "off" : "required",
-                 server->rtp_address, server->max_sessions, ModeName(cfg->privacy.mode));
+    spdlog::info("control API on http://{}:{} (token {}), RTP on {}, {}, mode {}", server->listen_host,
+                 (*api)->port(), server->token.empty() ? "off" : "required", server->rtp_address,
+                 server->max_sessions > 0 ? fmt::format("max {} sessions", server->max_sessions)
+                                          : std::string("sessions admitted by measured capacity"),
+                 ModeName(cfg->privacy.mode));
     spdlog::info("pages: /publish (WHIP, token {}), /watch (WHEP, token {}), /operator; WebRTC ICE on {}",
                  server->webrtc.publish_token.empty() ? "off: anyone who reaches this server may publish" : "required",
                  server->webrtc.view_token.empty() ? "off" : "required", server->webrtc.ice_address);

@@ -155,7 +155,9 @@ const std::vector<KeySpec>& ConfigKeys() {
       Key("server.allowed_hosts", "allowed-hosts", "host names the API and pages answer to besides IP literals and localhost, comma-separated (DNS rebinding guard)", &S::allowed_hosts),
       Key("server.rtp_address", "rtp-address", "address RTP ingest binds and the SDPs advertise", &S::rtp_address),
       Key("server.viewer_hosts", "viewer-hosts", "where viewers may receive RTP: loopback or any", &S::viewer_hosts),
-      Key("server.max_sessions", "max-sessions", "concurrent sessions; one more is refused with 503", &S::max_sessions),
+      Key("server.max_sessions", "max-sessions", "'auto' (as many as the measured capacity carries) or a fixed number of concurrent sessions; one more is refused with 503", &S::max_sessions),
+      Key("server.cores", "cores", "cores the capacity model counts on (0: the process's CPU affinity and cgroup quota)", &S::cores),
+      Key("server.cpu_share", "cpu-share", "share of those cores sessions may take before new ones are refused (max_sessions = auto)", &S::cpu_share),
       Key("server.max_viewers", "max-viewers", "viewers per session", &S::max_viewers),
       Key("server.viewer_queue", "viewer-queue", "frames queued per viewer before it drops to a keyframe", &S::viewer_queue),
       Key("server.jitter_ms", "jitter-ms", "ingest jitter buffer depth, ms", &S::jitter_ms),
@@ -424,7 +426,18 @@ Result<ServerSettings> Config::BuildServer() const {
                                                    FormatValue(hi) + "], got " + FormatValue(x))
                                    : Status::Ok();
   };
-  for (Status st : {in(s.max_sessions, 1, 1024, "server.max_sessions"), in(s.max_viewers, 1, 1024, "server.max_viewers"),
+  if (s.max_sessions == "auto") {
+    v.max_sessions = 0;
+  } else {
+    int n = 0;
+    auto r = std::from_chars(s.max_sessions.data(), s.max_sessions.data() + s.max_sessions.size(), n);
+    if (s.max_sessions.empty() || r.ec != std::errc() || r.ptr != s.max_sessions.data() + s.max_sessions.size() || n < 1 ||
+        n > 1024)
+      return Status::Error("server.max_sessions must be 'auto' or in [1, 1024], got '" + s.max_sessions + "'");
+    v.max_sessions = n;
+  }
+  for (Status st : {inf(s.cores, 0, 4096, "server.cores"), inf(s.cpu_share, 0.05, 1, "server.cpu_share"),
+                    in(s.max_viewers, 1, 1024, "server.max_viewers"),
                     in(s.viewer_queue, 1, 256, "server.viewer_queue"), in(s.jitter_ms, 0, 2000, "server.jitter_ms"),
                     inf(s.budget_ms, 1, 10000, "server.budget_ms"),
                     inf(s.publisher_timeout_ms, 100, 3600000, "server.publisher_timeout_ms"),
@@ -451,7 +464,8 @@ Result<ServerSettings> Config::BuildServer() const {
   v.deadline_ms = s.deadline_ms;
   v.probe_interval_ms = s.probe_interval_ms;
   v.probe_timeout_ms = s.probe_timeout_ms;
-  v.max_sessions = int(s.max_sessions);
+  v.cores = s.cores;
+  v.cpu_share = s.cpu_share;
   v.max_viewers = int(s.max_viewers);
   v.viewer_queue = int(s.viewer_queue);
   v.jitter_ms = int(s.jitter_ms);

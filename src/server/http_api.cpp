@@ -258,8 +258,29 @@ void HttpApi::Routes() {
   webrtc_->Register(h);
   h.Get("/readyz", [this](const http::Request&, http::Response& res) {
     const std::string why = sessions_->NotReadyReason();
-    if (why.empty()) Reply(res, 200, {{"ready", true}, {"sessions", sessions_->session_count()}});
-    else Reply(res, 503, {{"ready", false}, {"reason", why}, {"sessions", sessions_->session_count()}});
+    const CapacityState c = sessions_->Capacity();
+    json body = {{"ready", why.empty()},
+                 {"sessions", sessions_->session_count()},
+                 {"headroom", c.headroom},
+                 {"capacity",
+                  {{"sessions", c.capacity_sessions},
+                   {"kind", c.default_kind},
+                   {"max_sessions", c.max_sessions > 0 ? json(c.max_sessions) : json("auto")},
+                   {"cores", c.cores},
+                   {"cpu_budget_ms_per_s", c.budget_ms_per_s},
+                   {"cpu_load_ms_per_s", c.load_ms_per_s},
+                   {"transcode_ms", c.transcode_ms},
+                   {"limit_sessions", c.limit_sessions},
+                   {"cost_ratio", c.ratio},
+                   {"cost_learned", c.learned}}}};
+    json costs = json::array();
+    for (const CapacityModel::Cost& k : c.costs)
+      costs.push_back({{"codec", k.codec}, {"mode", ModeName(k.mode)}, {"cpu_per_frame_vs_transcode", k.ratio},
+                       {"cpu_ms_per_720p_frame", k.ratio * c.transcode_ms_by_codec.at(k.codec)}, {"samples", k.samples}});
+    body["capacity"]["transcode_ms_by_codec"] = c.transcode_ms_by_codec;
+    body["capacity"]["costs"] = costs;
+    if (!why.empty()) body["reason"] = why;
+    Reply(res, why.empty() ? 200 : 503, body);
   });
   h.Get("/metrics", [this](const http::Request&, http::Response& res) {
     res.SetContent(metrics_->ExportText(), "text/plain; version=0.0.4; charset=utf-8");

@@ -209,7 +209,7 @@ void LiveSession::OnEncoded(EncodedFrame&& f, uint32_t rtp_ts) {
 
 void LiveSession::DecodeAndQueue(EncodedFrame&& f, uint32_t rtp_ts) {
   last_packet_ms_.store(NowMs());
-  const double t0 = NowMs();
+  const double t0 = NowMs(), cpu0 = ThreadCpuMs();
   std::vector<FramePtr> out;
   if (!decoder_->Decode(f.data.data(), f.data.size(), int64_t(rtp_ts), out).ok()) {
     ++decode_errors_;
@@ -222,6 +222,7 @@ void LiveSession::DecodeAndQueue(EncodedFrame&& f, uint32_t rtp_ts) {
     }
   }
   const double t1 = NowMs();
+  cpu_ms_.fetch_add(ThreadCpuMs() - cpu0);
   for (auto& fr : out) {
     m_decode_->Observe(t1 - t0);
     ++frames_in_;
@@ -237,8 +238,10 @@ void LiveSession::Work() {
   while (!stop_) {
     auto item = queue_.Pop(std::chrono::milliseconds(100));
     if (!item) continue;
+    const double cpu0 = ThreadCpuMs();
     try {
       ProcessOne(*item);
+      cpu_ms_.fetch_add(ThreadCpuMs() - cpu0);
     } catch (const std::exception& e) {
       Fail(std::string("pipeline failed: ") + e.what());
       return;

@@ -111,6 +111,9 @@ class LiveSession {
   }
   Mode mode() const { return mode_.load(); }
   LiveSessionStats stats() const;
+  // CPU the session's own work took (decode on the ingest thread; privacy and encode on its
+  // worker), ms since it started: the capacity model learns from it (server/capacity.h).
+  double cpu_ms() const { return cpu_ms_.load(); }
   // The last frame that left the privacy stage (exactly what the viewers
   // get), scaled to at most max_width px wide and JPEG-encoded now: the
   // frame path only keeps a reference to its frame. The JPEG is reused while
@@ -168,6 +171,7 @@ class LiveSession {
   std::atomic<double> last_keyframe_request_ms_{0};
   std::atomic<uint64_t> frames_in_{0}, frames_out_{0}, stale_{0}, decode_errors_{0};
   std::atomic<double> last_packet_ms_{-1};
+  std::atomic<double> cpu_ms_{0};
   std::atomic<double> fps_in_{0}, fps_out_{0};
   mutable Mutex mu_;
   PrivacyCounters privacy_counters_ GUARDED_BY(mu_);  // copied from the worker

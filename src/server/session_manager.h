@@ -23,6 +23,7 @@
 #include "core/mutex.h"
 #include "inference/fault_injection.h"
 #include "inference/ai_router.h"
+#include "server/capacity.h"
 #include "server/live_session.h"
 
 namespace veil {
@@ -50,6 +51,23 @@ struct SessionInfo {
   std::string publisher;       // webrtc: the WHIP resource of the attached publisher ("" = none)
   std::vector<ViewerInfo> viewers;
   LiveSessionStats stats;
+};
+
+// What the node carries and can still take (GET /readyz, metrics, admission).
+struct CapacityState {
+  double cores = 0;
+  double budget_ms_per_s = 0;   // CPU ms per second sessions may take
+  double load_ms_per_s = 0;     // what the running sessions are predicted to take
+  double headroom = 0;          // 1 - load / budget, at least 0
+  int capacity_sessions = 0;    // default sessions (vp8, the default mode, 720p30) an empty node takes
+  int max_sessions = 0;         // server.max_sessions; 0 = auto
+  double transcode_ms = 0;      // the limit: standalone vp8 720p decode + encode, ms per frame
+  double limit_sessions = 0;    // cores x 33.3 ms / transcode_ms
+  double ratio = 0;             // the model's default session CPU per frame / transcode_ms
+  bool learned = false;         // the ratio was learned from running sessions (else the prior)
+  std::string default_kind;     // e.g. "anonymized vp8 720p30"
+  std::map<std::string, double> transcode_ms_by_codec;
+  std::vector<CapacityModel::Cost> costs;  // the whole model
 };
 
 struct Event {
@@ -111,6 +129,7 @@ class SessionManager {
 
   // Readiness: empty when new sessions can be taken, else why not.
   std::string NotReadyReason() const;
+  CapacityState Capacity() const;
   size_t session_count() const;
   // The AI targets: health, streams, recent latency, why down.
   std::vector<TargetState> Targets() const;
@@ -125,6 +144,10 @@ class SessionManager {
     uint64_t sched_id = 0;
     int next_viewer = 1;
     uint64_t resolution_changes = 0;  // seen by housekeeping (an event each)
+    SessionLoad load;                 // for the capacity model: codec, mode, size, rate
+    double cpu_ms = 0;                // the session's thread CPU at the last learning step
+    uint64_t frames_in = 0;           // frames decoded at the last learning step
+    Mode mode_then = Mode::kAnonymize;  // its mode at the last learning step
   };
   SessionManager(const ServerDeps& d, MetricsRegistry* m);
   void Housekeeping();
@@ -135,14 +158,20 @@ class SessionManager {
   std::shared_ptr<LiveSession> Take(const std::string& id, const std::string& reason, const std::string& detail);
   void AddEvent(const std::string& type, const std::string& session, const std::string& detail);
   SessionInfo InfoOf(const Entry& e) const REQUIRES(mu_);
+  // Empty when a session like `want` may start now, else why not (with the numbers).
+  std::string AdmitReason(const SessionLoad& want) const REQUIRES(mu_);
+  double LoadMsPerS() const REQUIRES(mu_);
+  // Once a second: learns the sessions' CPU per frame; process_cpu_ms: the process's CPU over the interval.
+  void LearnCosts(double process_cpu_ms) REQUIRES(mu_);
+  std::string DefaultKind() const;
 
   const ServerDeps deps_;
   MetricsRegistry* metrics_;
   std::shared_ptr<FaultInjector> faults_ = std::make_shared<FaultInjector>();
   std::unique_ptr<AiRouter> router_;
+  std::unique_ptr<CapacityModel> capacity_;
   mutable Mutex mu_;
   std::map<std::string, Entry> sessions_ GUARDED_BY(mu_);
-  int creating_ GUARDED_BY(mu_) = 0;  // sessions being started (count toward the limit)
   bool draining_ GUARDED_BY(mu_) = false;
   uint64_t next_sched_id_ GUARDED_BY(mu_) = 1;
   // Ids whose session left the table but is still being destroyed: its metric
@@ -159,7 +188,8 @@ class SessionManager {
   std::condition_variable hk_cv_;
   bool hk_stop_ GUARDED_BY(hk_mu_) = false;
   // Server-wide metrics.
-  Gauge *m_sessions_ = nullptr, *m_cpu_pct_ = nullptr;
+  Gauge *m_sessions_ = nullptr, *m_cpu_pct_ = nullptr, *m_capacity_ = nullptr, *m_headroom_ = nullptr,
+        *m_limit_ = nullptr;
   Counter *m_created_ = nullptr, *m_rejected_ = nullptr, *m_cpu_s_ = nullptr;
 };
 

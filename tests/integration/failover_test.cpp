@@ -86,7 +86,9 @@ TEST(Failover, KilledWorkerSessionsMoveWithinASecondWithoutAFace) {
   ASSERT_GT(src.frames, 100);
   WorkerProcess w1 = StartWorker(), w2 = StartWorker();
   ASSERT_TRUE(w1.child && w2.child);
-  ServerProcess server({"--targets", w1.endpoint + "," + w2.endpoint});
+  // A fixed cap: admission by capacity counts each session as 720p30 until its first frame,
+  // and 5 of those do not fit on 2 cores; these are 360p.
+  ServerProcess server({"--targets", w1.endpoint + "," + w2.endpoint, "--max-sessions", "5"});
   ASSERT_TRUE(server.ok()) << server.log();
   ASSERT_EQ(server.Call("GET", "/readyz").status, 200);
 

@@ -238,6 +238,49 @@ TEST(Server, EndsSessionsWhosePublisherStopsAndEnforcesTheLimit) {
   EXPECT_NE(server.log().find("session=again reason=shutdown"), std::string::npos) << server.log();
 }
 
+// server.max_sessions = auto (the default): the node admits what its measured capacity carries
+// (server/capacity.h) and refuses the next session with 503, Retry-After and the numbers, before
+// any media flows. The expected count is recomputed here from the figures /readyz reports.
+TEST(Server, AdmitsByMeasuredCapacity) {
+  ServerProcess server({"--cores", "1"});
+  ASSERT_TRUE(server.ok()) << server.log();
+  Reply ready = server.Call("GET", "/readyz");
+  ASSERT_EQ(ready.status, 200) << ready.text;
+  const json cap = ready.body["capacity"];
+  EXPECT_EQ(cap["max_sessions"], "auto");
+  EXPECT_EQ(cap["cores"].get<double>(), 1.0);
+  EXPECT_EQ(cap["kind"], "anonymized vp8 720p30");
+  const double budget = cap["cpu_budget_ms_per_s"].get<double>(), transcode = cap["transcode_ms"].get<double>();
+  EXPECT_NEAR(budget, 650, 1e-6);  // 1 core x server.cpu_share 0.65
+  EXPECT_GT(transcode, 0.5);
+  EXPECT_NEAR(cap["limit_sessions"].get<double>(), (1000.0 / 30) / transcode, 1e-6);
+  const double per = cap["cost_ratio"].get<double>() * transcode * 30;  // CPU ms/s of one 720p30 session
+  const int n = cap["sessions"].get<int>();
+  EXPECT_EQ(n, std::max(1, int(std::floor(budget / per + 1e-9))));
+  ASSERT_LE(n, 8) << "one core carries a handful at most";
+  for (int i = 0; i < n; ++i) CreateSession(server, {{"id", "c" + std::to_string(i)}});
+  Reply over = server.Call("POST", "/v1/sessions", R"({"id":"over"})");
+  EXPECT_EQ(over.status, 503) << over.text;
+  const std::string why = over.body.value("error", "");
+  EXPECT_NE(why.find("at capacity: " + std::to_string(n) + " anonymized vp8 720p30 sessions on 1 cores, " +
+                     std::to_string(n) + " running"),
+            std::string::npos)
+      << why;
+  EXPECT_EQ(over.headers.count("Retry-After"), 1u);
+  ready = server.Call("GET", "/readyz");
+  EXPECT_EQ(ready.status, 503);
+  EXPECT_NEAR(ready.body["headroom"].get<double>(), std::max(0.0, 1 - n * per / budget), 1e-6);
+  EXPECT_NE(ready.body["reason"].get<std::string>().find("at capacity"), std::string::npos);
+  const std::string metrics = server.Call("GET", "/metrics").text;
+  EXPECT_NE(metrics.find("veil_capacity_sessions " + std::to_string(n) + "\n"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("veil_sessions_rejected_total 1\n"), std::string::npos);
+  // One leaves: there is room again.
+  EXPECT_EQ(server.Call("DELETE", "/v1/sessions/c0").status, 204);
+  EXPECT_EQ(server.Call("GET", "/readyz").status, 200);
+  EXPECT_EQ(server.Call("POST", "/v1/sessions", R"({"id":"over"})").status, 201);
+  EXPECT_EQ(server.Stop(), 0);
+}
+
 TEST(Server, MalformedRequestsGetClearErrors) {
   ServerProcess server({});
   ASSERT_TRUE(server.ok()) << server.log();
@@ -302,7 +345,7 @@ TEST(Server, MalformedRequestsGetClearErrors) {
   EXPECT_NE(r.out.find("unknown config key 'server.listne'"), std::string::npos) << r.out;
   r = RunVeil("serve --max-sessions 0");
   EXPECT_EQ(r.rc, 2);
-  EXPECT_NE(r.out.find("server.max_sessions must be in [1, 1024]"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("server.max_sessions must be 'auto' or in [1, 1024], got '0'"), std::string::npos) << r.out;
   r = RunVeil("serve --listen 127.0.0.1:0 --max-batch 4 --print-config");
   EXPECT_EQ(r.rc, 0);
   EXPECT_NE(r.out.find("max_batch = 4  # flag"), std::string::npos) << r.out;

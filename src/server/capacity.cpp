@@ -1,0 +1,184 @@
+#include "server/capacity.h"
+
+#include <sched.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <random>
+#include <vector>
+
+#include <opencv2/imgproc.hpp>
+
+#include "core/clock.h"
+#include "media/codec.h"
+
+namespace veil {
+namespace {
+
+constexpr double kDefaultPixels = 1280.0 * 720.0;
+// A learned ratio moves this far towards each new sample (about 10 samples' memory).
+constexpr double kLearnRate = 0.1;
+
+// A smooth random field: uniform noise at (w/cell, h/cell), scaled up with cubic interpolation.
+cv::Mat Field(std::mt19937& rng, int w, int h, int cell, double amplitude) {
+  cv::Mat small(std::max(2, h / cell), std::max(2, w / cell), CV_32F);
+  std::uniform_real_distribution<float> u(-1, 1);
+  for (int y = 0; y < small.rows; ++y)
+    for (int x = 0; x < small.cols; ++x) small.at<float>(y, x) = u(rng);
+  cv::Mat big;
+  cv::resize(small, big, cv::Size(w, h), 0, 0, cv::INTER_CUBIC);
+  return big * amplitude;
+}
+
+}  // namespace
+
+double UsableCores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  double cores = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
+  // cgroup v2: "max 100000" (no quota) or "<quota> <period>".
+  std::ifstream f("/sys/fs/cgroup/cpu.max");
+  std::string quota;
+  double period = 0;
+  if (f >> quota >> period && quota != "max" && period > 0) {
+    try {
+      const double q = std::stod(quota) / period;
+      if (q > 0) cores = std::min(cores, q);
+    } catch (...) {
+    }
+  }
+  return std::max(1.0, cores);
+}
+
+Result<double> MeasureTranscodeMs(const std::string& codec, const EncoderOptions& enc, int frames) {
+  constexpr int W = 1280, H = 720, kPan = 4;  // px per frame: a slow camera pan
+  const int tw = W + kPan * (frames + 2), th = H + frames + 2;
+  // Luma: large shapes, mid detail and fine grain, like a camera picture; chroma smoother.
+  std::mt19937 rng(12345);
+  cv::Mat luma = Field(rng, tw, th, 160, 60) + Field(rng, tw, th, 24, 35) + Field(rng, tw, th, 4, 12) + 128.0;
+  cv::Mat cu = Field(rng, tw / 2, th / 2, 60, 30) + 128.0, cv_ = Field(rng, tw / 2, th / 2, 60, 30) + 128.0;
+  cv::Mat y8, u8, v8;
+  luma.convertTo(y8, CV_8U);
+  cu.convertTo(u8, CV_8U);
+  cv_.convertTo(v8, CV_8U);
+
+  VideoInfo vi;
+  vi.width = W;
+  vi.height = H;
+  vi.tb_num = 1;
+  vi.tb_den = 90000;
+  vi.fps = 30;
+  EncoderOptions o = enc;
+  o.codec = codec;
+  if (codec == "h264" && o.x264_profile.empty()) o.x264_profile = "baseline";  // as live sessions
+  auto encoder = VideoEncoder::Open(codec, vi, o);
+  if (!encoder) return encoder.status();
+  auto decoder = VideoDecoder::Open(codec, 1);
+  if (!decoder) return decoder.status();
+  FramePtr f = MakeFrame(W, H);
+  std::vector<EncodedFrame> packets;
+  std::vector<FramePtr> decoded;
+  double cpu = 0;
+  int timed = 0;
+  for (int i = 0; i < frames + 1; ++i) {  // frame 0: the keyframe, not timed
+    const int x = kPan * i, y = i;
+    for (int r = 0; r < H; ++r) std::copy_n(y8.ptr<uint8_t>(y + r) + x, W, f->y.row(r));
+    for (int r = 0; r < H / 2; ++r) {
+      std::copy_n(u8.ptr<uint8_t>(y / 2 + r) + x / 2, W / 2, f->u.row(r));
+      std::copy_n(v8.ptr<uint8_t>(y / 2 + r) + x / 2, W / 2, f->v.row(r));
+    }
+    f->pts = int64_t(i) * 3000;
+    packets.clear();
+    const double t0 = ThreadCpuMs();
+    if (Status s = (*encoder)->Encode(*f, i == 0, packets); !s) return s;
+    for (const EncodedFrame& p : packets) {
+      decoded.clear();
+      if (Status s = (*decoder)->Decode(p.data.data(), p.data.size(), p.pts, decoded); !s) return s;
+    }
+    const double t1 = ThreadCpuMs();
+    if (i > 0 && !packets.empty()) {
+      cpu += t1 - t0;
+      ++timed;
+    }
+  }
+  if (timed == 0) return Status::Error("the " + codec + " encoder produced no frames");
+  return cpu / timed;
+}
+
+double PriorRatio(Mode mode) {
+  switch (mode) {
+    case Mode::kBypass: return 1.6;
+    case Mode::kFullBlur: return 1.8;
+    case Mode::kAnonymize: return 2.3;
+  }
+  return 2.3;
+}
+
+CapacityModel::CapacityModel(const CapacityOptions& o, std::map<std::string, double> transcode_ms)
+    : o_(o), transcode_ms_(std::move(transcode_ms)) {}
+
+double CapacityModel::TranscodeMs(const std::string& codec) const {
+  auto it = transcode_ms_.find(codec);
+  if (it != transcode_ms_.end()) return it->second;
+  double worst = 0;  // an unmeasured codec: the dearest measured one
+  for (const auto& [c, ms] : transcode_ms_) worst = std::max(worst, ms);
+  return worst > 0 ? worst : 15.0;
+}
+
+double CapacityModel::Ratio(const std::string& codec, Mode mode) const {
+  MutexLock lk(mu_);
+  auto it = learned_.find({codec, mode});
+  return it != learned_.end() && it->second.samples > 0 ? it->second.ratio : PriorRatio(mode);
+}
+
+int CapacityModel::Samples(const std::string& codec, Mode mode) const {
+  MutexLock lk(mu_);
+  auto it = learned_.find({codec, mode});
+  return it == learned_.end() ? 0 : it->second.samples;
+}
+
+std::vector<CapacityModel::Cost> CapacityModel::Costs() const {
+  std::vector<Cost> out;
+  for (const auto& [codec, ms] : transcode_ms_)
+    for (Mode m : {Mode::kAnonymize, Mode::kBypass, Mode::kFullBlur}) out.push_back({codec, m, Ratio(codec, m), Samples(codec, m)});
+  return out;
+}
+
+double CapacityModel::PixelsScale(int w, int h) const {
+  if (w <= 0 || h <= 0) return double(o_.width) * o_.height / kDefaultPixels;
+  return double(w) * h / kDefaultPixels;
+}
+
+double CapacityModel::CostMsPerS(const SessionLoad& s) const {
+  const double fps = std::max(s.fps, o_.fps);
+  return Ratio(s.codec, s.mode) * TranscodeMs(s.codec) * PixelsScale(s.width, s.height) * fps;
+}
+
+void CapacityModel::Learn(const SessionLoad& s, double cpu_ms_per_frame) {
+  const double base = TranscodeMs(s.codec) * PixelsScale(s.width, s.height);
+  if (!(cpu_ms_per_frame > 0) || !(base > 0)) return;
+  const double r = cpu_ms_per_frame / base;
+  MutexLock lk(mu_);
+  Learned& l = learned_[{s.codec, s.mode}];
+  // The first samples average; later ones move it by kLearnRate.
+  const double rate = std::max(kLearnRate, 1.0 / double(l.samples + 1));
+  l.ratio = l.samples == 0 ? r : l.ratio + rate * (r - l.ratio);
+  ++l.samples;
+}
+
+int CapacityModel::CapacitySessions(const std::string& codec, Mode mode) const {
+  SessionLoad s;
+  s.codec = codec;
+  s.mode = mode;
+  const double per = CostMsPerS(s);
+  // An empty node takes one session whatever it costs: refusing it would serve no one.
+  return per > 0 ? std::max(1, int(std::floor(BudgetMsPerS() / per + 1e-9))) : 1;
+}
+
+double CapacityModel::LimitSessions(const std::string& codec) const {
+  const double t = TranscodeMs(codec) * PixelsScale(0, 0);
+  return t > 0 ? o_.cores * (1000.0 / o_.fps) / t : 0;
+}
+
+}  // namespace veil

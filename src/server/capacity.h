@@ -1,0 +1,98 @@
+// What this node can carry, from what it measures (issue 12, admission by measured capacity).
+//
+// The limit: a standalone decode + encode of one 720p frame at the session's
+// encoder settings, timed on this machine at startup (MeasureTranscodeMs). A
+// node of C cores could carry at most C x 33.3 ms / transcode ms such
+// sessions if nothing else cost anything.
+//
+// The cost model: a session's CPU per frame as a multiple of that transcode,
+// per codec and mode, scaled by pixels. It starts from a prior and is learned
+// from the sessions' own CPU (thread CPU of decode, privacy and encode, scaled
+// up by the process's CPU beyond those threads: inference, packetization,
+// HTTP). A session's load is its predicted CPU per second at its resolution
+// and frame rate (720p30 until its first frame). The node's budget is
+// cores x cpu_share; a session is admitted when it fits in what is left.
+#pragma once
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/mutex.h"
+#include "core/status.h"
+#include "media/media_types.h"
+#include "privacy/privacy_stage.h"
+
+namespace veil {
+
+// CPUs this process may use: its affinity mask, capped by a cgroup v2 CPU quota (containers).
+double UsableCores();
+
+// CPU ms per frame of a standalone decode + encode of `frames` frames of a
+// synthetic panning 1280x720 picture (textured like a camera picture) with
+// these encoder settings, after a warm-up keyframe. One thread, like a session.
+Result<double> MeasureTranscodeMs(const std::string& codec, const EncoderOptions& enc, int frames = 24);
+
+struct CapacityOptions {
+  double cores = 1;          // usable cores
+  double cpu_share = 0.65;   // of the cores, what sessions may take (the rest: bursts, HTTP, the OS)
+  double fps = 30;           // the frame rate a session is assumed to run at (at least)
+  int width = 1280, height = 720;  // a session's assumed size until its first frame
+};
+
+// What one session costs and what it runs at, for the model.
+struct SessionLoad {
+  std::string codec = "vp8";
+  Mode mode = Mode::kAnonymize;
+  int width = 0, height = 0;  // 0: unknown yet (the default size)
+  double fps = 0;             // measured; below options.fps counts as options.fps
+};
+
+class CapacityModel {
+ public:
+  // transcode_ms: codec -> measured standalone ms per 720p frame.
+  CapacityModel(const CapacityOptions& o, std::map<std::string, double> transcode_ms);
+
+  // Predicted CPU ms per second of a session.
+  double CostMsPerS(const SessionLoad& s) const;
+  // Learns from a session's measured CPU per frame (ms) at its size and mode.
+  void Learn(const SessionLoad& s, double cpu_ms_per_frame);
+  // ms of CPU per second sessions may take on this node.
+  double BudgetMsPerS() const { return o_.cores * 1000.0 * o_.cpu_share; }
+  // Sessions of this kind (default size and rate) an empty node carries; at least 1.
+  int CapacitySessions(const std::string& codec, Mode mode) const;
+  // The physical limit as a session count: cores x frame interval / transcode ms.
+  double LimitSessions(const std::string& codec) const;
+  // The model's CPU per frame as a multiple of the standalone transcode.
+  double Ratio(const std::string& codec, Mode mode) const;
+  double TranscodeMs(const std::string& codec) const;
+  const CapacityOptions& options() const { return o_; }
+  // How many samples a (codec, mode) ratio has learned from (0: the prior).
+  int Samples(const std::string& codec, Mode mode) const;
+  struct Cost {
+    std::string codec;
+    Mode mode;
+    double ratio = 0;  // CPU per frame / transcode
+    int samples = 0;   // 0: the prior
+  };
+  // Every (codec, mode): the measured codecs x the three modes.
+  std::vector<Cost> Costs() const;
+
+ private:
+  double PixelsScale(int w, int h) const;
+  const CapacityOptions o_;
+  const std::map<std::string, double> transcode_ms_;
+  mutable Mutex mu_;
+  struct Learned {
+    double ratio = 0;
+    int samples = 0;
+  };
+  std::map<std::pair<std::string, Mode>, Learned> learned_ GUARDED_BY(mu_);
+};
+
+// The prior ratio of a session's CPU per frame to a standalone transcode
+// before anything was learned (measured on this repo's 720p clip: bypass
+// 1.3x, anonymize about 2x; docs/figures.md "Capacity").
+double PriorRatio(Mode mode);
+
+}  // namespace veil
