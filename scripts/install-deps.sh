@@ -29,6 +29,9 @@ PKGS=(
   python3-gi gir1.2-gst-plugins-bad-1.0 gir1.2-nice-0.1
   # fuzzing (scripts/fuzz.sh): clang with libFuzzer
   clang-14 libfuzzer-14-dev
+  # promtool: the metrics test runs `promtool check metrics` on a live server's /metrics
+  # (the package also holds the Prometheus server; nothing here starts it)
+  prometheus
 )
 
 missing=()

@@ -1,5 +1,8 @@
 // Helpers shared by the tests: asset paths and running the veil binary.
 #pragma once
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -22,17 +25,34 @@ struct RunResult {
   std::string out;  // stdout + stderr
 };
 
-// Runs `[ENV=...] veil ARGS` (through the shell), capturing output and exit code.
-inline RunResult RunVeil(const std::string& args, const std::string& env_prefix = "") {
+// Runs a shell command line, capturing stdout + stderr and the exit code.
+inline RunResult RunShell(const std::string& cmd) {
   RunResult r;
-  const std::string cmd = env_prefix + std::string(VEIL_BIN) + " " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
   if (!p) return r;
   char buf[4096];
   size_t n;
   while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
   const int st = pclose(p);
   r.rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  return r;
+}
+
+// Runs `[ENV=...] veil ARGS` (through the shell), capturing output and exit code.
+inline RunResult RunVeil(const std::string& args, const std::string& env_prefix = "") {
+  return RunShell(env_prefix + std::string(VEIL_BIN) + " " + args);
+}
+
+// `promtool check metrics` (Debian prometheus) on Prometheus text: rc 0 and no output when
+// every name follows the conventions (base units, _total on counters, ...).
+inline RunResult PromtoolCheck(const std::string& text) {
+  char path[] = "/tmp/veil-metrics-XXXXXX";
+  const int fd = mkstemp(path);
+  if (fd < 0) return {-1, "cannot create a temporary file"};
+  const bool written = write(fd, text.data(), text.size()) == ssize_t(text.size());
+  close(fd);
+  RunResult r = written ? RunShell(std::string("promtool check metrics < ") + path) : RunResult{-1, "write failed"};
+  unlink(path);
   return r;
 }
 

@@ -68,8 +68,8 @@ std::string SummaryPrometheus(const JobSummary& s, const std::string& input) {
   for (const auto& row : Rows(s)) {
     Labels l = job;
     l.emplace_back("stage", row.name);
-    Histogram& h = r.GetHistogram("veil_stage_latency_ms", "Per-frame wall time of each pipeline stage, ms",
-                                  LatencyBucketsMs(), l);
+    Histogram& h = r.GetHistogram("veil_stage_latency_seconds", "Per-frame wall time of each pipeline stage, s",
+                                  LatencyBucketsMs(), l, kMsToSeconds);
     for (double v : row.s->samples()) h.Observe(v);
   }
   r.GetCounter("veil_frames_total", "Frames processed", job).Inc(double(s.frames));
@@ -77,7 +77,7 @@ std::string SummaryPrometheus(const JobSummary& s, const std::string& input) {
   r.GetCounter("veil_detect_failures_total", "Detector runs that failed", job).Inc(double(s.privacy.detect_failures));
   r.GetCounter("veil_fail_closed_frames_total", "Frames sent as a whole-frame mosaic for lack of a fresh result",
                job).Inc(double(s.privacy.fail_closed));
-  r.GetGauge("veil_cpu_ms_per_frame", "Process CPU per frame, all threads, ms", job).Set(s.cpu_per_frame());
+  r.GetGauge("veil_cpu_seconds_per_frame", "Process CPU per frame, all threads, s", job, kMsToSeconds).Set(s.cpu_per_frame());
   return r.ExportText();
 }
 

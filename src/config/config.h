@@ -48,7 +48,7 @@ struct Settings {
   std::string listen = "127.0.0.1:8080", token, rtp_address = "127.0.0.1", viewer_hosts = "loopback", allowed_hosts;
   std::string max_sessions = "auto";
   int64_t max_viewers = 16, viewer_queue = 8, jitter_ms = 40;
-  double cores = 0, cpu_share = 0.65;
+  double cores = 0, cpu_share = 0.6;
   double publisher_timeout_ms = 5000, start_timeout_ms = 30000, budget_ms = 33.0;
   double history_s = 300, history_interval_ms = 1000;
   int64_t http_max_connections = 4096, http_threads = 8;
@@ -91,7 +91,7 @@ struct ServerSettings {
   // Admission: 0 = auto, by measured capacity (server/capacity.h) on `cores` usable cores
   // (0 = detected) of which sessions may take cpu_share; N = at most N sessions, whatever they cost.
   int max_sessions = 0, max_viewers = 16, viewer_queue = 8, jitter_ms = 40;
-  double cores = 0, cpu_share = 0.65;
+  double cores = 0, cpu_share = 0.6;
   double publisher_timeout_ms = 5000, start_timeout_ms = 30000, budget_ms = 33;
   double history_s = 300, history_interval_ms = 1000;  // per-session figures' history (operator page)
   // The control plane's HTTP server (http/server.h): connection cap, handler threads, deadlines.

@@ -38,6 +38,14 @@ std::string Num(double v) {
   return buf;
 }
 
+// A scaled value: 12 significant digits, so 33.3 ms reads 0.0333, not 0.033299999999999996.
+std::string Scaled(double v, double scale) {
+  if (scale == 1 || std::isnan(v) || std::isinf(v)) return Num(v);
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.12g", v * scale);
+  return buf;
+}
+
 std::string LabelText(const Labels& labels, const std::string& extra_key = "", const std::string& extra_val = "") {
   if (labels.empty() && extra_key.empty()) return "";
   std::string o = "{";
@@ -95,12 +103,14 @@ std::vector<double> LatencyBucketsMs() {
   return {0.1, 0.25, 0.5, 1, 2, 3, 5, 7.5, 10, 15, 20, 25, 33.3, 40, 50, 75, 100, 150, 250, 500, 1000};
 }
 
-MetricsRegistry::Family& MetricsRegistry::GetFamily(const std::string& name, const std::string& help, Kind kind) {
+MetricsRegistry::Family& MetricsRegistry::GetFamily(const std::string& name, const std::string& help, Kind kind,
+                                                    double scale) {
   if (!ValidName(name)) throw std::invalid_argument("invalid metric name '" + name + "'");
   auto [it, fresh] = families_.try_emplace(name);
   if (fresh) {
     it->second.kind = kind;
     it->second.help = help;
+    it->second.scale = scale;
   } else if (it->second.kind != kind) {
     throw std::invalid_argument("metric '" + name + "' registered with another type");
   }
@@ -114,17 +124,19 @@ Counter& MetricsRegistry::GetCounter(const std::string& name, const std::string&
   return *slot;
 }
 
-Gauge& MetricsRegistry::GetGauge(const std::string& name, const std::string& help, const Labels& labels) {
+Gauge& MetricsRegistry::GetGauge(const std::string& name, const std::string& help, const Labels& labels,
+                                 double export_scale) {
   std::lock_guard lk(mu_);
-  auto& slot = GetFamily(name, help, Kind::kGauge).gauges[labels];
+  auto& slot = GetFamily(name, help, Kind::kGauge, export_scale).gauges[labels];
   if (!slot) slot = std::make_unique<Gauge>();
   return *slot;
 }
 
 Histogram& MetricsRegistry::GetHistogram(const std::string& name, const std::string& help,
-                                         const std::vector<double>& bounds, const Labels& labels) {
+                                         const std::vector<double>& bounds, const Labels& labels,
+                                         double export_scale) {
   std::lock_guard lk(mu_);
-  auto& slot = GetFamily(name, help, Kind::kHistogram).histograms[labels];
+  auto& slot = GetFamily(name, help, Kind::kHistogram, export_scale).histograms[labels];
   if (!slot) slot = std::make_unique<Histogram>(bounds);
   return *slot;
 }
@@ -148,14 +160,14 @@ std::string MetricsRegistry::ExportText() const {
     const char* type = f.kind == Kind::kCounter ? "counter" : f.kind == Kind::kGauge ? "gauge" : "histogram";
     o += "# HELP " + name + " " + f.help + "\n# TYPE " + name + " " + type + "\n";
     for (const auto& [l, c] : f.counters) o += name + LabelText(l) + " " + Num(c->value()) + "\n";
-    for (const auto& [l, g] : f.gauges) o += name + LabelText(l) + " " + Num(g->value()) + "\n";
+    for (const auto& [l, g] : f.gauges) o += name + LabelText(l) + " " + Scaled(g->value(), f.scale) + "\n";
     for (const auto& [l, h] : f.histograms) {
       const auto c = h->cumulative();
       for (size_t i = 0; i < c.size(); ++i) {
-        const std::string le = i < h->bounds().size() ? Num(h->bounds()[i]) : "+Inf";
+        const std::string le = i < h->bounds().size() ? Scaled(h->bounds()[i], f.scale) : "+Inf";
         o += name + "_bucket" + LabelText(l, "le", le) + " " + std::to_string(c[i]) + "\n";
       }
-      o += name + "_sum" + LabelText(l) + " " + Num(h->sum()) + "\n";
+      o += name + "_sum" + LabelText(l) + " " + Scaled(h->sum(), f.scale) + "\n";
       o += name + "_count" + LabelText(l) + " " + std::to_string(c.back()) + "\n";
     }
   }

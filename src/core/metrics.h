@@ -65,14 +65,21 @@ double QuantileOfCounts(const std::vector<double>& bounds, const std::vector<uin
 // Millisecond buckets for per-stage latencies (0.1 ms .. 1 s).
 std::vector<double> LatencyBucketsMs();
 
+// Series recorded in milliseconds (the code's unit) are exported in seconds, the
+// Prometheus base unit: pass this as export_scale, and name the series *_seconds.
+constexpr double kMsToSeconds = 0.001;
+
 class MetricsRegistry {
  public:
   // Returns the series for (name, labels), creating it on first use. Names
   // must match [a-zA-Z_:][a-zA-Z0-9_:]*; `help` is kept from the first call.
   Counter& GetCounter(const std::string& name, const std::string& help, const Labels& labels = {});
-  Gauge& GetGauge(const std::string& name, const std::string& help, const Labels& labels = {});
+  // export_scale: values (a gauge's; a histogram's bounds and sum) are multiplied by it in
+  // ExportText, e.g. kMsToSeconds. Kept from the first call, like `help`.
+  Gauge& GetGauge(const std::string& name, const std::string& help, const Labels& labels = {},
+                  double export_scale = 1);
   Histogram& GetHistogram(const std::string& name, const std::string& help, const std::vector<double>& bounds,
-                          const Labels& labels = {});
+                          const Labels& labels = {}, double export_scale = 1);
   // Drops every series with this label value (e.g. a deleted session).
   void RemoveSeriesWithLabel(const std::string& key, const std::string& value);
   std::string ExportText() const;
@@ -82,11 +89,12 @@ class MetricsRegistry {
   struct Family {
     Kind kind;
     std::string help;
+    double scale = 1;
     std::map<Labels, std::unique_ptr<Counter>> counters;
     std::map<Labels, std::unique_ptr<Gauge>> gauges;
     std::map<Labels, std::unique_ptr<Histogram>> histograms;
   };
-  Family& GetFamily(const std::string& name, const std::string& help, Kind kind);
+  Family& GetFamily(const std::string& name, const std::string& help, Kind kind, double scale = 1);
   mutable std::mutex mu_;
   std::map<std::string, Family> families_;  // guarded by mu_
 };

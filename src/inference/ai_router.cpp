@@ -63,8 +63,8 @@ Result<std::unique_ptr<AiRouter>> AiRouter::Start(const RouterConfig& c,
     t->up = &metrics->GetGauge("veil_ai_target_up", "1 while the AI target is healthy", l);
     t->streams = &metrics->GetGauge("veil_ai_target_active_streams",
                                     "Sessions assigned to the AI target", l);
-    t->latency = &metrics->GetGauge("veil_ai_target_latency_ms",
-                                    "Recent detection latency (submit -> result), ms", l);
+    t->latency = &metrics->GetGauge("veil_ai_target_latency_seconds",
+                                    "Recent detection latency (submit -> result), s", l, kMsToSeconds);
     t->downs =
         &metrics->GetCounter("veil_ai_target_down_total", "Times the AI target was marked down", l);
     Result<std::unique_ptr<InferenceScheduler>> sched = Status::Error("");

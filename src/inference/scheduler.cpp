@@ -44,13 +44,13 @@ InferenceScheduler::InferenceScheduler(const SchedulerConfig& c, MetricsRegistry
   std::vector<double> sizes;
   for (int b = 1; b <= 64; b *= 2) sizes.push_back(b);
   batch_size_ = &m->GetHistogram("veil_ai_batch_size", "Frames per inference batch", sizes, l);
-  queue_ms_ = &m->GetHistogram("veil_ai_queue_wait_ms", "Submit to inference start, ms",
-                               LatencyBucketsMs(), l);
-  infer_batch_ms_ = &m->GetHistogram("veil_ai_infer_batch_ms", "Inference time per batch, ms",
-                                     LatencyBucketsMs(), l);
+  queue_ms_ = &m->GetHistogram("veil_ai_queue_wait_seconds", "Submit to inference start, s",
+                               LatencyBucketsMs(), l, kMsToSeconds);
+  infer_batch_ms_ = &m->GetHistogram("veil_ai_infer_batch_seconds", "Inference time per batch, s",
+                                     LatencyBucketsMs(), l, kMsToSeconds);
   infer_frame_ms_ =
-      &m->GetHistogram("veil_ai_infer_frame_ms", "Inference time per frame (batch / size), ms",
-                       LatencyBucketsMs(), l);
+      &m->GetHistogram("veil_ai_infer_frame_seconds", "Inference time per frame (batch / size), s",
+                       LatencyBucketsMs(), l, kMsToSeconds);
   stale_ = &m->GetCounter("veil_ai_stale_drops_total",
                           "Requests dropped before inference: deadline passed", l);
   superseded_ = &m->GetCounter("veil_ai_superseded_total",

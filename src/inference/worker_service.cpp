@@ -37,8 +37,8 @@ class Service final : public inference::GRPCInferenceService::Service {
         &m->GetCounter("veil_worker_bytes_total", "ModelInfer bytes", {{"direction", "received"}});
     m_out_ = &m->GetCounter("veil_worker_bytes_total", "ModelInfer bytes", {{"direction", "sent"}});
     m_frames_ = &m->GetCounter("veil_worker_frames_total", "Images inferred for callers");
-    m_call_ms_ = &m->GetHistogram("veil_worker_call_ms",
-                                  "ModelInfer call, received -> answered, ms", LatencyBucketsMs());
+    m_call_ms_ = &m->GetHistogram("veil_worker_call_seconds",
+                                  "ModelInfer call, received -> answered, s", LatencyBucketsMs(), {}, kMsToSeconds);
   }
   void SetReady(bool r) { ready_ = r; }
 

@@ -341,10 +341,13 @@ Result<LoadRun> RunLoad(const LoadOptions& o, const std::function<void(const std
     double in = 0, stale = 0, fc = 0, ingest_lost = 0;
     for (const auto& id : ours) {
       const std::map<std::string, std::string> l = {{"session", id}};
-      proc = Merge(proc, Delta(SumHistogram(m1, "veil_session_processing_ms", l), SumHistogram(m0, "veil_session_processing_ms", l)));
+      constexpr double kMs = 1000;  // the server exports seconds; the tables are in ms
+      proc = Merge(proc, Delta(SumHistogram(m1, "veil_session_processing_seconds", l, kMs),
+                               SumHistogram(m0, "veil_session_processing_seconds", l, kMs)));
       for (const char* st : kStages) {
         const std::map<std::string, std::string> ls = {{"session", id}, {"stage", st}};
-        stage[st] = Merge(stage[st], Delta(SumHistogram(m1, "veil_session_stage_ms", ls), SumHistogram(m0, "veil_session_stage_ms", ls)));
+        stage[st] = Merge(stage[st], Delta(SumHistogram(m1, "veil_session_stage_seconds", ls, kMs),
+                                           SumHistogram(m0, "veil_session_stage_seconds", ls, kMs)));
       }
       auto d = [&](const char* name) { return SumValue(m1, name, l) - SumValue(m0, name, l); };
       in += d("veil_session_frames_received_total");

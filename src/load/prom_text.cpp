@@ -80,15 +80,15 @@ double HistSnapshot::Quantile(double q) const {
 }
 
 HistSnapshot SumHistogram(const std::vector<PromSample>& s, const std::string& name,
-                          const std::map<std::string, std::string>& match) {
+                          const std::map<std::string, std::string>& match, double scale) {
   HistSnapshot h;
   for (const PromSample& p : s) {
     if (!Contains(p.labels, match)) continue;
     if (p.name == name + "_bucket") {
       auto it = p.labels.find("le");
-      if (it != p.labels.end()) h.buckets[ParseNumber(it->second)] += p.value;
+      if (it != p.labels.end()) h.buckets[ParseNumber(it->second) * scale] += p.value;
     } else if (p.name == name + "_sum") {
-      h.sum += p.value;
+      h.sum += p.value * scale;
     } else if (p.name == name + "_count") {
       h.count += p.value;
     }

@@ -22,9 +22,10 @@ struct HistSnapshot {
   double Quantile(double q) const;  // linear within the bucket, like histogram_quantile()
 };
 
-// The histogram `name` summed over every series whose labels contain `match`.
+// The histogram `name` summed over every series whose labels contain `match`; bounds and sum
+// multiplied by `scale` (1000: a *_seconds histogram read in ms).
 HistSnapshot SumHistogram(const std::vector<PromSample>& s, const std::string& name,
-                          const std::map<std::string, std::string>& match);
+                          const std::map<std::string, std::string>& match, double scale = 1);
 // later - earlier, bucket by bucket (what was observed in between).
 HistSnapshot Delta(const HistSnapshot& later, const HistSnapshot& earlier);
 HistSnapshot Merge(const HistSnapshot& a, const HistSnapshot& b);

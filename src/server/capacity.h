@@ -35,7 +35,7 @@ Result<double> MeasureTranscodeMs(const std::string& codec, const EncoderOptions
 
 struct CapacityOptions {
   double cores = 1;          // usable cores
-  double cpu_share = 0.65;   // of the cores, what sessions may take (the rest: bursts, HTTP, the OS)
+  double cpu_share = 0.6;    // of the cores, what sessions may take (the rest: bursts, HTTP, the OS)
   double fps = 30;           // the frame rate a session is assumed to run at (at least)
   int width = 1280, height = 720;  // a session's assumed size until its first frame
 };

@@ -31,7 +31,8 @@ Result<std::unique_ptr<LiveSession>> LiveSession::Start(const std::string& id, c
   auto stage = [&](const char* name) {
     Labels ls = l;
     ls.emplace_back("stage", name);
-    return &metrics->GetHistogram("veil_session_stage_ms", "Per-frame time of each live stage, ms", LatencyBucketsMs(), ls);
+    return &metrics->GetHistogram("veil_session_stage_seconds", "Per-frame time of each live stage, s", LatencyBucketsMs(), ls,
+                                  kMsToSeconds);
   };
   s->m_queue_ = stage("queue_wait");
   s->m_decode_ = stage("decode");
@@ -42,8 +43,8 @@ Result<std::unique_ptr<LiveSession>> LiveSession::Start(const std::string& id, c
   s->m_encode_ = stage("encode");
   s->m_send_ = stage("send");
   s->m_total_ = &metrics->GetHistogram(
-      "veil_session_processing_ms", "Server processing latency: first packet of a frame in -> its last packet out, ms",
-      LatencyBucketsMs(), l);
+      "veil_session_processing_seconds", "Server processing latency: first packet of a frame in -> its last packet out, s",
+      LatencyBucketsMs(), l, kMsToSeconds);
   s->m_stale_ = &metrics->GetCounter("veil_session_stale_drops_total", "Frames dropped as stale before processing", l);
   s->m_fail_closed_ = &metrics->GetCounter("veil_session_fail_closed_frames_total",
                                            "Frames sent as a whole-frame mosaic for lack of a fresh detection", l);
@@ -55,7 +56,7 @@ Result<std::unique_ptr<LiveSession>> LiveSession::Start(const std::string& id, c
   s->m_decode_errors_ = &metrics->GetCounter("veil_session_decode_errors_total", "Ingest frames that failed to decode", l);
   s->m_fps_in_ = &metrics->GetGauge("veil_session_received_fps", "Frames received per second (last second)", l);
   s->m_fps_out_ = &metrics->GetGauge("veil_session_sent_fps", "Frames sent per second (last second)", l);
-  s->m_jitter_ = &metrics->GetGauge("veil_session_rtp_jitter_ms", "Ingest RTP inter-arrival jitter, ms", l);
+  s->m_jitter_ = &metrics->GetGauge("veil_session_rtp_jitter_seconds", "Ingest RTP inter-arrival jitter, s", l, kMsToSeconds);
   s->m_viewers_ = &metrics->GetGauge("veil_session_viewers", "Viewers subscribed", l);
 
   auto dec = VideoDecoder::Open(c.codec, c.decode_threads);

@@ -148,10 +148,13 @@ TEST(Cli, WritesPrometheusMetricsFile) {
   std::stringstream ss;
   ss << in.rdbuf();
   const std::string t = ss.str();
-  EXPECT_NE(t.find("# TYPE veil_stage_latency_ms histogram"), std::string::npos) << t;
+  EXPECT_NE(t.find("# TYPE veil_stage_latency_seconds histogram"), std::string::npos) << t;
   EXPECT_NE(t.find("stage=\"detect\",le=\"+Inf\"} 30"), std::string::npos) << t;
   EXPECT_NE(t.find("veil_frames_total{input=\"" + Media("sample_720p30.ivf") + "\"} 30"), std::string::npos) << t;
   EXPECT_NE(t.find("veil_fail_closed_frames_total"), std::string::npos);
+  const test::RunResult lint = test::PromtoolCheck(t);
+  EXPECT_EQ(lint.rc, 0) << lint.out;
+  EXPECT_EQ(lint.out, "") << "promtool check metrics on the metrics file";
   std::filesystem::remove(out);
   std::filesystem::remove(prom);
 }

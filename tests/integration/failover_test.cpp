@@ -206,6 +206,10 @@ TEST(Failover, KilledWorkerSessionsMoveWithinASecondWithoutAFace) {
   EXPECT_EQ(Metric(after, "veil_ai_target_down_total", {{"target", survivor}}), 0);
   EXPECT_EQ(Metric(after, "veil_ai_session_moves_total", {}), 2);
   EXPECT_EQ(Metric(after, "veil_ai_target_up", {{"target", victim}}), 0);
+  // With remote targets (wire bytes, target latency): still Prometheus' naming conventions.
+  const RunResult lint = PromtoolCheck(after);
+  EXPECT_EQ(lint.rc, 0) << lint.out;
+  EXPECT_EQ(lint.out, "") << "promtool check metrics";
   const std::string events = server.Call("GET", "/v1/events").text;
   EXPECT_NE(events.find("ai_target_down"), std::string::npos);
   EXPECT_NE(events.find("ai_target_up"), std::string::npos);

@@ -150,7 +150,7 @@ TEST(LiveSession, PixelatesFacesAtFullRateAndSwitchesModes) {
   EXPECT_GT(faces_f, 0);
   EXPECT_EQ(kept_f, 0) << "full_blur left a face visible";
   const std::string m = metrics.ExportText();
-  EXPECT_NE(m.find("veil_session_processing_ms_bucket{session=\"s1\""), std::string::npos);
+  EXPECT_NE(m.find("veil_session_processing_seconds_bucket{session=\"s1\""), std::string::npos);
   EXPECT_NE(m.find("veil_ai_batch_size_bucket{target=\"local\""), std::string::npos);
 }
 

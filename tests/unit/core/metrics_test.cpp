@@ -28,6 +28,25 @@ TEST(Metrics, ExportsPrometheusTextFormat) {
   EXPECT_NE(t.find("veil_stage_ms_count{stage=\"detect\"} 4\n"), std::string::npos) << t;
 }
 
+// Recorded in ms (the code's unit), exported in seconds (Prometheus' base unit); quantiles stay in ms.
+TEST(Metrics, ExportScaleTurnsMillisecondsIntoSeconds) {
+  MetricsRegistry r;
+  auto& h = r.GetHistogram("veil_stage_seconds", "Stage latency, s", {1, 33.3, 100}, {}, kMsToSeconds);
+  h.Observe(0.5);
+  h.Observe(20);
+  h.Observe(250);
+  r.GetGauge("veil_jitter_seconds", "Jitter, s", {}, kMsToSeconds).Set(12.5);
+  const std::string t = r.ExportText();
+  EXPECT_NE(t.find("veil_stage_seconds_bucket{le=\"0.001\"} 1\n"), std::string::npos) << t;
+  EXPECT_NE(t.find("veil_stage_seconds_bucket{le=\"0.0333\"} 2\n"), std::string::npos) << t;
+  EXPECT_NE(t.find("veil_stage_seconds_bucket{le=\"0.1\"} 2\n"), std::string::npos) << t;
+  EXPECT_NE(t.find("veil_stage_seconds_bucket{le=\"+Inf\"} 3\n"), std::string::npos) << t;
+  EXPECT_NE(t.find("veil_stage_seconds_sum 0.2705\n"), std::string::npos) << t;
+  EXPECT_NE(t.find("veil_jitter_seconds 0.0125\n"), std::string::npos) << t;
+  EXPECT_DOUBLE_EQ(h.sum(), 270.5);
+  EXPECT_LE(h.Quantile(0.5), 33.3);
+}
+
 TEST(Metrics, EscapesLabelValuesAndRejectsBadNames) {
   MetricsRegistry r;
   r.GetCounter("x_total", "x", {{"id", "a\"b\\c\nd"}}).Inc();

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Admission by measured capacity, checked against what the machine really carries (issue 12):
+# for each kind of session (vp8 anonymize, vp8 bypass, h264 anonymize),
+#  1. "measured": a server with a fixed cap of 16 ramps sessions (every stage) and the load
+#     tool says which counts pass (every session > 25 fps and p99 processing < 33.3 ms);
+#     /readyz then gives the capacity the model predicts, learned from those sessions;
+#  2. "auto": a fresh server with server.max_sessions = auto is offered one more session than
+#     the largest stage; the tables show how many it admitted and whether they passed.
+# Tables in out/capacity/. Env: STAGE_SECONDS (20), BUILD_DIR (build).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+export VEIL_ASSETS=${VEIL_ASSETS:-$root/../shared/assets}
+veil=${BUILD_DIR:-build}/bin/veil
+media=${BUILD_DIR:-build}/media
+secs=${STAGE_SECONDS:-20}
+out=out/capacity
+mkdir -p "$out"
+server=
+start_server() {  # $1: log name, rest: flags
+  local name=$1
+  shift
+  "$veil" serve --listen 127.0.0.1:0 "$@" > "$out/$name.out" 2> "$out/$name.log" &
+  server=$!
+  for _ in $(seq 1 100); do
+    url=$(sed -n 's/^veil serve: listening on //p' "$out/$name.out")
+    [ -n "${url:-}" ] && return 0
+    sleep 0.1
+  done
+  echo "capacity-check: veil serve did not start ($out/$name.log)" >&2
+  exit 1
+}
+stop_server() {
+  kill -TERM "$server" 2>/dev/null || true
+  wait "$server" || true
+}
+trap 'kill $server 2>/dev/null || true' EXIT
+capacity() {  # the model's capacity for sessions like the ones just run
+  curl -s "$url/readyz" | python3 -c '
+import json, sys
+j = json.load(sys.stdin)
+c = j["capacity"]
+print(json.dumps({"capacity_sessions": c["sessions"], "kind": c["kind"], "headroom": j["headroom"],
+                  "transcode_ms": c["transcode_ms_by_codec"], "limit_sessions": round(c["limit_sessions"], 2),
+                  "costs": [k for k in c["costs"] if k["samples"] > 0]}))'
+}
+run() {  # $1 label, $2 mode, $3 input, $4 stages, $5 auto stages
+  local label=$1 mode=$2 input=$3 stages=$4 auto=$5
+  start_server "$label-measured" --max-sessions 16 --mode "$mode"
+  "$veil" load --server "$url" -i "$input" --stages "$stages" --stage-seconds "$secs" --all-stages \
+    --label "$label fixed cap" --out "$out/$label-measured" || true
+  capacity > "$out/$label-model.json"
+  stop_server
+  start_server "$label-auto" --mode "$mode"
+  curl -s "$url/readyz" > "$out/$label-auto-readyz-before.json"
+  "$veil" load --server "$url" -i "$input" --stages "$auto" --stage-seconds "$secs" \
+    --label "$label auto" --out "$out/$label-auto" || true
+  capacity > "$out/$label-auto-model.json"
+  stop_server
+  echo "== $label: model after the measured ramp: $(cat "$out/$label-model.json")"
+}
+run vp8-anonymize anonymize "$media/sample_720p30.ivf" 1,2,3 1,2,3,4
+run vp8-bypass bypass "$media/sample_720p30.ivf" 3,4,5,6 3,4,5,6,7
+run h264-anonymize anonymize "$media/sample_720p30_h264.mkv" 1,2,3 1,2,3,4
+for f in "$out"/*/load.md; do echo "== $f"; grep '^|' "$f"; done
