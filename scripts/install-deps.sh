@@ -32,6 +32,8 @@ PKGS=(
   # promtool: the metrics test runs `promtool check metrics` on a live server's /metrics
   # (the package also holds the Prometheus server; nothing here starts it)
   prometheus
+  # cluster (issue 15): the node registry and session directory are Redis (src/cluster); tests run a real redis-server
+  redis-server libhiredis-dev
 )
 
 missing=()

@@ -27,12 +27,13 @@ struct Reply {
 class ServerProcess {
  public:
   // Starts `veil serve --listen 127.0.0.1:0 ARGS...` (stderr to a log file).
-  explicit ServerProcess(const std::vector<std::string>& args)
+  // listen: the address to bind (another loopback address for a second node).
+  explicit ServerProcess(const std::vector<std::string>& args, const std::string& listen = "127.0.0.1:0")
       : log_path_(TempPath("serve-" + std::to_string(++counter_) + ".log")) {
-    auto c = ChildServer::Start(args, log_path_, VEIL_BIN);
+    auto c = ChildServer::Start(args, log_path_, VEIL_BIN, "serve", listen);
     if (!c.ok()) return;
     child_ = std::move(*c);
-    client_ = std::make_unique<httplib::Client>("127.0.0.1", child_->port());
+    client_ = std::make_unique<httplib::Client>(listen.substr(0, listen.rfind(':')), child_->port());
     client_->set_read_timeout(15, 0);
   }
   bool ok() const { return child_ && child_->port() > 0; }
@@ -49,6 +50,7 @@ class ServerProcess {
     return s;
   }
   bool alive() { return child_ && child_->alive(); }
+  pid_t pid() const { return child_ ? child_->pid() : -1; }
   // Sends `sig` and waits (bounded) for the exit; returns the exit code (128+signal if killed).
   int Stop(int sig = SIGTERM, int timeout_ms = 15000) { return child_ ? child_->Stop(sig, timeout_ms) : -1; }
 

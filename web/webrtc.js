@@ -82,7 +82,10 @@ const veilRtc = (() => {
       try { why += ": " + (await r.json()).error; } catch (e) {}
       throw new Error("the server refused (" + why + ")");
     }
-    const resource = r.headers.get("Location");
+    // Relative to where the offer ended up: a cluster node may have redirected it (307) to the
+    // node that takes the session, and the resource lives there.
+    const location = r.headers.get("Location");
+    const resource = location ? new URL(location, r.url).href : null;
     await pc.setRemoteDescription({ type: "answer", sdp: await r.text() });
     return resource;
   }

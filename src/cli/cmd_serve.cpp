@@ -1,6 +1,10 @@
 // veil serve: the live relay. Control API over HTTP, RTP in and out, one
-// shared inference scheduler. SIGTERM/SIGINT: refuse new sessions, end every
-// session (viewers get what was already encoded), stop the API, exit 0.
+// shared inference scheduler; with cluster.redis, one node of many (src/cluster).
+// SIGINT: refuse new sessions, end every session (viewers get what was already
+// encoded), stop the API, exit 0. SIGTERM: the same, after a drain when
+// server.drain_timeout_s > 0.
+#include <unistd.h>
+
 #include <spdlog/spdlog.h>
 
 #include <csignal>
@@ -10,6 +14,8 @@
 #include "cli/cmd_anonymize.h"
 #include "cli/options.h"
 #include "cli/service.h"
+#include "cluster/registry.h"
+#include "core/clock.h"
 #include "server/http_api.h"
 #include "server/session_manager.h"
 
@@ -55,9 +61,70 @@ void RegisterServe(CLI::App& app, int* rc) {
     spdlog::info("pages: /publish (WHIP, token {}), /watch (WHEP, token {}), /operator; WebRTC ICE on {}",
                  server->webrtc.publish_token.empty() ? "off: anyone who reaches this server may publish" : "required",
                  server->webrtc.view_token.empty() ? "off" : "required", server->webrtc.ice_address);
-    const char* sig = WaitForStop(sigs);
-    spdlog::info("{}: draining {} session(s)", sig, (*sessions)->session_count());
-    (*sessions)->Shutdown();
+    // The cluster: this node's record and sessions in Redis, placement and redirects.
+    std::unique_ptr<ClusterRegistry> cluster;
+    if (!server->cluster_redis.empty()) {
+      ClusterSettings cs;
+      cs.redis = server->cluster_redis;
+      const std::string port = std::to_string((*api)->port());
+      char host[256] = {};
+      gethostname(host, sizeof host - 1);
+      cs.node_id = server->cluster_node_id.empty() ? std::string(host) + "-" + port : server->cluster_node_id;
+      cs.public_url = server->cluster_public_url.empty() ? "http://" + server->listen_host + ":" + port
+                                                          : server->cluster_public_url;
+      cs.media_address = server->rtp_address;
+      SessionManager* sm = sessions->get();
+      auto reg = ClusterRegistry::Start(
+          cs,
+          [sm] {
+            NodeState st;
+            const CapacityState c = sm->Capacity();
+            st.session_ids = sm->SessionIds();
+            st.sessions = int(st.session_ids.size());
+            st.capacity = c.max_sessions > 0 ? c.max_sessions : c.capacity_sessions;
+            st.free_sessions = sm->FreeSessions();
+            st.headroom = c.headroom;
+            st.draining = sm->draining();
+            st.ready = sm->NotReadyReason().empty() || st.free_sessions == 0;  // full is not unready
+            return st;
+          },
+          &metrics);
+      if (!reg) return Fail(rc, 2, reg.error());
+      cluster = std::move(*reg);
+      (*api)->SetCluster(cluster.get());
+      sm->SetChangeHook([c = cluster.get()] { c->BeatSoon(); });
+      spdlog::info("cluster: node {} at {} in {} ({})", cs.node_id, cs.public_url, cs.redis, cluster->status());
+    }
+    // SIGINT: stop now. SIGTERM or POST /v1/drain: drain (server.drain_timeout_s > 0) -- no new
+    // sessions, running ones go on until their publishers leave or the timeout passes -- then stop.
+    // A second SIGTERM during a drain stops at once.
+    const double drain_ms = server->drain_timeout_s * 1000;
+    std::string why, end_reason = "shutdown";
+    double drain_started = -1;
+    while (why.empty()) {
+      const int sig = WaitForStopFor(sigs, 200);
+      if (sig == SIGINT) why = "SIGINT";
+      else if (sig == SIGTERM && (drain_ms <= 0 || drain_started >= 0)) why = "SIGTERM";
+      else if (sig == SIGTERM) (*sessions)->Drain("SIGTERM");
+      if (!why.empty()) break;
+      if (drain_started < 0 && (*sessions)->draining()) {
+        drain_started = NowMs();
+        if (cluster) cluster->Beat();
+        spdlog::info("draining: {} session(s) go on for up to {:g} s", (*sessions)->session_count(),
+                     server->drain_timeout_s);
+      }
+      if (drain_started >= 0) {
+        if ((*sessions)->session_count() == 0) why = "drained";
+        else if (NowMs() - drain_started >= drain_ms) {
+          why = "drain timeout";
+          end_reason = "drain_timeout";
+        }
+      }
+    }
+    spdlog::info("{}: ending {} session(s)", why, (*sessions)->session_count());
+    (*sessions)->Shutdown(end_reason);
+    (*sessions)->SetChangeHook(nullptr);
+    cluster.reset();  // deregisters while the API still answers
     (*api)->Stop();
     sessions->reset();
     spdlog::info("stopped cleanly");

@@ -30,4 +30,10 @@ const char* WaitForStop(const sigset_t& stop_signals) {
   return sig == SIGTERM ? "SIGTERM" : "SIGINT";
 }
 
+int WaitForStopFor(const sigset_t& stop_signals, int timeout_ms) {
+  const timespec ts{timeout_ms / 1000, long(timeout_ms % 1000) * 1000000L};
+  const int sig = sigtimedwait(&stop_signals, nullptr, &ts);
+  return sig > 0 ? sig : 0;
+}
+
 }  // namespace veil::cli

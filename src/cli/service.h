@@ -11,5 +11,7 @@ namespace veil::cli {
 void PrepareService(sigset_t* stop_signals);
 // Waits for SIGINT or SIGTERM; returns its name.
 const char* WaitForStop(const sigset_t& stop_signals);
+// Waits up to timeout_ms for SIGINT or SIGTERM: the signal, or 0.
+int WaitForStopFor(const sigset_t& stop_signals, int timeout_ms);
 
 }  // namespace veil::cli

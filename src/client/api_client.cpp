@@ -34,32 +34,51 @@ Result<std::unique_ptr<ApiClient>> ApiClient::Create(const std::string& url, con
   if (url.rfind("http://", 0) != 0)
     return Status::Error("server URL must look like http://HOST:PORT, got '" + url + "'");
   std::unique_ptr<ApiClient> c(new ApiClient());
-  c->url_ = url;
   c->token_ = token;
-  c->http_ = std::make_unique<httplib::Client>(url);
-  if (!c->http_->is_valid()) return Status::Error("invalid server URL '" + url + "'");
-  c->http_->set_connection_timeout(3, 0);
-  c->http_->set_read_timeout(10, 0);
-  c->http_->set_write_timeout(10, 0);
+  if (Status s = c->Connect(url); !s) return s;
   return c;
+}
+
+Status ApiClient::Connect(const std::string& url) {
+  auto http = std::make_unique<httplib::Client>(url);
+  if (!http->is_valid()) return Status::Error("invalid server URL '" + url + "'");
+  http->set_connection_timeout(3, 0);
+  http->set_read_timeout(10, 0);
+  http->set_write_timeout(10, 0);
+  http_ = std::move(http);
+  url_ = url;
+  return Status::Ok();
 }
 
 Result<ApiReply> ApiClient::Call(const std::string& method, const std::string& path, const nlohmann::json& body) {
   httplib::Headers h;
   if (!token_.empty()) h.emplace("Authorization", "Bearer " + token_);
   const std::string text = body.is_null() ? "" : body.dump();
-  httplib::Result r(nullptr, httplib::Error::Unknown);
-  if (method == "GET") r = http_->Get(path.c_str(), h);
-  else if (method == "POST") r = http_->Post(path.c_str(), h, text, "application/json");
-  else if (method == "PUT") r = http_->Put(path.c_str(), h, text, "application/json");
-  else if (method == "DELETE") r = http_->Delete(path.c_str(), h);
-  else return Status::Error("unsupported method " + method);
-  if (!r) return Status::Error("cannot reach " + url_ + " (" + httplib::to_string(r.error()) + ")");
-  ApiReply a;
-  a.status = r->status;
-  a.body = nlohmann::json::parse(r->body, nullptr, false);
-  if (a.body.is_discarded()) a.body = nullptr;
-  return a;
+  std::string target = path;
+  for (int hop = 0;; ++hop) {
+    httplib::Result r(nullptr, httplib::Error::Unknown);
+    if (method == "GET") r = http_->Get(target.c_str(), h);
+    else if (method == "POST") r = http_->Post(target.c_str(), h, text, "application/json");
+    else if (method == "PUT") r = http_->Put(target.c_str(), h, text, "application/json");
+    else if (method == "DELETE") r = http_->Delete(target.c_str(), h);
+    else return Status::Error("unsupported method " + method);
+    if (!r) return Status::Error("cannot reach " + url_ + " (" + httplib::to_string(r.error()) + ")");
+    // A cluster node sends us to the node that takes (or holds) the session: from then on this
+    // client talks to that node (the session's stats, viewers and DELETE are there).
+    const std::string location = r->get_header_value("Location");
+    if (r->status == 307 && hop < 3 && location.rfind("http://", 0) == 0) {
+      const size_t slash = location.find('/', 7);
+      const std::string base = location.substr(0, slash), rest = slash == std::string::npos ? "/" : location.substr(slash);
+      if (Status s = Connect(base); !s) return s;
+      target = rest;
+      continue;
+    }
+    ApiReply a;
+    a.status = r->status;
+    a.body = nlohmann::json::parse(r->body, nullptr, false);
+    if (a.body.is_discarded()) a.body = nullptr;
+    return a;
+  }
 }
 
 Result<std::string> ApiClient::CallText(const std::string& method, const std::string& path) {

@@ -26,13 +26,16 @@ class ApiClient {
   static Result<std::unique_ptr<ApiClient>> Create(const std::string& url, const std::string& token);
   ~ApiClient();
   // Transport failure (unreachable, timeout) is an error; HTTP errors come back in ApiReply.
+  // A 307 to another node (a cluster's placement or the session's holder) is followed.
   Result<ApiReply> Call(const std::string& method, const std::string& path, const nlohmann::json& body = nullptr);
   // A GET whose body is text (e.g. /metrics); an HTTP error status is an error.
   Result<std::string> CallText(const std::string& method, const std::string& path);
+  // The node this client talks to: the URL it was created with, or the node a 307 sent it to.
   const std::string& url() const { return url_; }
 
  private:
   ApiClient() = default;
+  Status Connect(const std::string& url);
   std::unique_ptr<httplib::Client> http_;
   std::string url_, token_;
 };

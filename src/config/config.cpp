@@ -158,6 +158,7 @@ const std::vector<KeySpec>& ConfigKeys() {
       Key("server.max_sessions", "max-sessions", "'auto' (as many as the measured capacity carries) or a fixed number of concurrent sessions; one more is refused with 503", &S::max_sessions),
       Key("server.cores", "cores", "cores the capacity model counts on (0: the process's CPU affinity and cgroup quota)", &S::cores),
       Key("server.cpu_share", "cpu-share", "share of those cores sessions may take before new ones are refused (max_sessions = auto)", &S::cpu_share),
+      Key("server.drain_timeout_s", "drain-timeout-s", "SIGTERM or POST /v1/drain: running sessions may go on this long, s (0: SIGTERM ends them at once)", &S::drain_timeout_s),
       Key("server.max_viewers", "max-viewers", "viewers per session", &S::max_viewers),
       Key("server.viewer_queue", "viewer-queue", "frames queued per viewer before it drops to a keyframe", &S::viewer_queue),
       Key("server.jitter_ms", "jitter-ms", "ingest jitter buffer depth, ms", &S::jitter_ms),
@@ -181,6 +182,9 @@ const std::vector<KeySpec>& ConfigKeys() {
       Key("inference.deadline_ms", "deadline-ms", "remote detection call deadline; a later answer marks the target down, ms", &S::deadline_ms),
       Key("inference.probe_interval_ms", "probe-interval-ms", "AI target health probe interval, ms", &S::probe_interval_ms),
       Key("inference.probe_timeout_ms", "probe-timeout-ms", "a probe unanswered this long marks the target down, ms", &S::probe_timeout_ms),
+      Key("cluster.redis", "redis", "redis://HOST:PORT[/DB] of the node registry (empty: a standalone node)", &S::cluster_redis),
+      Key("cluster.node_id", "node-id", "this node's id in the registry (empty: HOSTNAME-PORT)", &S::cluster_node_id),
+      Key("cluster.public_url", "public-url", "the URL clients reach this node's API, WHIP and WHEP at (empty: http://LISTEN)", &S::cluster_public_url),
       Key("worker.listen", "listen", "veil worker: gRPC address HOST:PORT (the protocol has no authentication)", &S::worker_listen),
       Key("worker.metrics_listen", "metrics-listen", "veil worker: HTTP address for /metrics and /healthz (empty: none)", &S::worker_metrics),
       Key("webrtc.ice_address", "ice-address", "the one local address WebRTC ICE uses (UDP; loopback by default)", &S::ice_address),
@@ -437,6 +441,7 @@ Result<ServerSettings> Config::BuildServer() const {
     v.max_sessions = n;
   }
   for (Status st : {inf(s.cores, 0, 4096, "server.cores"), inf(s.cpu_share, 0.05, 1, "server.cpu_share"),
+                    inf(s.drain_timeout_s, 0, 86400, "server.drain_timeout_s"),
                     in(s.max_viewers, 1, 1024, "server.max_viewers"),
                     in(s.viewer_queue, 1, 256, "server.viewer_queue"), in(s.jitter_ms, 0, 2000, "server.jitter_ms"),
                     inf(s.budget_ms, 1, 10000, "server.budget_ms"),
@@ -466,6 +471,19 @@ Result<ServerSettings> Config::BuildServer() const {
   v.probe_timeout_ms = s.probe_timeout_ms;
   v.cores = s.cores;
   v.cpu_share = s.cpu_share;
+  v.drain_timeout_s = s.drain_timeout_s;
+  if (!s.cluster_redis.empty() && s.cluster_redis.rfind("redis://", 0) != 0)
+    return Status::Error("cluster.redis must be redis://HOST:PORT[/DB], got '" + s.cluster_redis + "'");
+  for (char c : s.cluster_node_id)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.')
+      return Status::Error("cluster.node_id must be letters, digits, - _ . only, got '" + s.cluster_node_id + "'");
+  if (!s.cluster_public_url.empty() && s.cluster_public_url.rfind("http://", 0) != 0 &&
+      s.cluster_public_url.rfind("https://", 0) != 0)
+    return Status::Error("cluster.public_url must start with http:// or https://, got '" + s.cluster_public_url + "'");
+  v.cluster_redis = s.cluster_redis;
+  v.cluster_node_id = s.cluster_node_id;
+  v.cluster_public_url = s.cluster_public_url;
+  while (!v.cluster_public_url.empty() && v.cluster_public_url.back() == '/') v.cluster_public_url.pop_back();
   v.max_viewers = int(s.max_viewers);
   v.viewer_queue = int(s.viewer_queue);
   v.jitter_ms = int(s.jitter_ms);

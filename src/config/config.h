@@ -47,6 +47,8 @@ struct Settings {
   // [server] (veil serve)
   std::string listen = "127.0.0.1:8080", token, rtp_address = "127.0.0.1", viewer_hosts = "loopback", allowed_hosts;
   std::string max_sessions = "auto";
+  double drain_timeout_s = 0;
+  std::string cluster_redis, cluster_node_id, cluster_public_url;
   int64_t max_viewers = 16, viewer_queue = 8, jitter_ms = 40;
   double cores = 0, cpu_share = 0.6;
   double publisher_timeout_ms = 5000, start_timeout_ms = 30000, budget_ms = 33.0;
@@ -92,6 +94,11 @@ struct ServerSettings {
   // (0 = detected) of which sessions may take cpu_share; N = at most N sessions, whatever they cost.
   int max_sessions = 0, max_viewers = 16, viewer_queue = 8, jitter_ms = 40;
   double cores = 0, cpu_share = 0.6;
+  // SIGTERM or POST /v1/drain: no new sessions; running ones go on until their publishers
+  // leave or this passes (0: SIGTERM ends them at once).
+  double drain_timeout_s = 0;
+  // Cluster (src/cluster): empty redis = a standalone node.
+  std::string cluster_redis, cluster_node_id, cluster_public_url;
   double publisher_timeout_ms = 5000, start_timeout_ms = 30000, budget_ms = 33;
   double history_s = 300, history_interval_ms = 1000;  // per-session figures' history (operator page)
   // The control plane's HTTP server (http/server.h): connection cap, handler threads, deadlines.

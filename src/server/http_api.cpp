@@ -173,6 +173,53 @@ json SessionJson(const SessionInfo& s, bool with_stats) {
   return j;
 }
 
+bool HttpApi::RedirectToNode(const http::Request& req, http::Response& res) {
+  ClusterRegistry* cluster = cluster_.load();
+  if (!cluster) return false;
+  // The session a request is about, and whether it may create it.
+  std::string id;
+  bool creates = false;
+  auto segment = [&](const std::string& prefix) {
+    if (req.path.rfind(prefix, 0) != 0) return false;
+    id = req.path.substr(prefix.size());
+    id = id.substr(0, id.find('/'));
+    return !id.empty();
+  };
+  if (req.method == "POST" && req.path == "/v1/sessions") {
+    creates = true;
+  } else if (req.method == "POST" && segment("/whip/")) {
+    if (req.path.find('/', 6) != std::string::npos) return false;  // not an offer
+    creates = true;
+  } else if (req.method == "POST" && segment("/whep/")) {
+    if (req.path.find('/', 6) != std::string::npos) return false;
+  } else if (segment("/v1/sessions/")) {
+  } else if (req.method == "GET" && req.path == "/watch" && req.HasParam("session")) {
+    id = req.Param("session");
+  } else {
+    return false;  // node-local routes; WHIP/WHEP resources are addressed on their node (Location)
+  }
+  auto redirect = [&](const NodeRecord& n, const std::string& extra_query) {
+    std::string url = n.url + req.target;
+    if (!extra_query.empty()) url += (req.target.find('?') == std::string::npos ? "?" : "&") + extra_query;
+    res.Redirect(url, 307);
+    res.SetHeader("Cache-Control", "no-store");
+    Reply(res, 307, {{"redirect", url}, {"node", n.id}});
+    spdlog::info("cluster: {} {} -> 307 {} ({})", req.method, req.path, n.id, id.empty() ? "new session" : id);
+  };
+  if (!id.empty() && sessions_->Exists(id)) return false;  // held here
+  if (!id.empty())
+    if (auto holder = cluster->RemoteHolder(id)) {
+      redirect(*holder, "");
+      return true;
+    }
+  // A new session, unless another node already placed it here.
+  if (!creates || req.HasParam("placed")) return false;
+  const ClusterRegistry::Placement p = cluster->PlaceNew();
+  if (p.local) return false;
+  redirect(p.node, "placed=" + p.node.id);
+  return true;
+}
+
 Result<std::unique_ptr<HttpApi>> HttpApi::Start(SessionManager* sessions, MetricsRegistry* metrics,
                                                 const ServerSettings& s) {
   std::unique_ptr<HttpApi> api(new HttpApi());
@@ -225,7 +272,7 @@ void HttpApi::Routes() {
       return true;
     }
     const bool open = kOpen.count(req.path) || webrtc;
-    if (open || BearerOk(req, settings_.token)) return false;
+    if (open || BearerOk(req, settings_.token)) return RedirectToNode(req, res);
     res.SetHeader("WWW-Authenticate", "Bearer");
     Error(res, 401, "missing or wrong bearer token");
     return true;
@@ -279,6 +326,9 @@ void HttpApi::Routes() {
                        {"cpu_ms_per_720p_frame", k.ratio * c.transcode_ms_by_codec.at(k.codec)}, {"samples", k.samples}});
     body["capacity"]["transcode_ms_by_codec"] = c.transcode_ms_by_codec;
     body["capacity"]["costs"] = costs;
+    if (ClusterRegistry* cluster = cluster_.load())
+      body["cluster"] = {{"node", cluster->settings().node_id}, {"url", cluster->settings().public_url},
+                         {"state", cluster->degraded() ? "degraded" : "ok"}, {"detail", cluster->status()}};
     if (!why.empty()) body["reason"] = why;
     Reply(res, why.empty() ? 200 : 503, body);
   });
@@ -298,8 +348,26 @@ void HttpApi::Routes() {
   });
   h.Get("/v1/sessions", [this](const http::Request&, http::Response& res) {
     json list = json::array();
-    for (const SessionInfo& s : sessions_->List()) list.push_back(SessionJson(s, false));
+    ClusterRegistry* cluster = cluster_.load();
+    for (const SessionInfo& s : sessions_->List()) {
+      list.push_back(SessionJson(s, false));
+      if (cluster) list.back()["node"] = cluster->settings().node_id;
+    }
+    // In a cluster: every other node's sessions too, with the node that holds them.
+    if (cluster)
+      for (const NodeRecord& n : cluster->Nodes())
+        if (n.id != cluster->settings().node_id)
+          for (const std::string& id : n.state.session_ids)
+            list.push_back({{"id", id}, {"node", n.id}, {"node_url", n.url}, {"remote", true}});
     Reply(res, 200, {{"sessions", list}});
+  });
+  // Drain: no new sessions here; running ones go on (veil serve exits once they are gone or
+  // server.drain_timeout_s passed). SIGTERM does the same.
+  h.Post("/v1/drain", [this](const http::Request& req, http::Response& res) {
+    sessions_->Drain(Caller(req));
+    if (ClusterRegistry* cluster = cluster_.load()) cluster->Beat();  // placement sees it now
+    Reply(res, 202, {{"draining", true}, {"sessions", sessions_->session_count()},
+                     {"drain_timeout_s", settings_.drain_timeout_s}});
   });
   h.Post("/v1/sessions", [this](const http::Request& req, http::Response& res) {
     json b;

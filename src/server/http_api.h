@@ -8,12 +8,14 @@
 //   POST /whip/{id}  DELETE /whip/{id}/{resource}   POST /whep/{id}  DELETE /whep/{id}/{viewer}  (webrtc_api)
 //   GET  /operator  /publish  /watch (embedded pages)
 #pragma once
+#include <atomic>
 #include <memory>
 #include <string>
 #include <thread>
 
 #include <nlohmann/json.hpp>
 
+#include "cluster/registry.h"
 #include "core/metrics.h"
 #include "core/status.h"
 #include "http/router.h"
@@ -31,16 +33,22 @@ class HttpApi {
   ~HttpApi();  // Stop()
   int port() const { return port_; }
   void Stop();
+  // Joins the cluster: new sessions are placed by the registry and requests for sessions held
+  // elsewhere are answered 307 (null: a standalone node). The registry outlives the API's use of it.
+  void SetCluster(ClusterRegistry* c) { cluster_.store(c); }
 
  private:
   HttpApi() = default;
   void Routes();
+  // Cluster: true when the request was answered with a redirect to another node.
+  bool RedirectToNode(const http::Request& req, http::Response& res);
   http::Router router_;
   std::unique_ptr<http::Server> http_;
   SessionManager* sessions_ = nullptr;
   MetricsRegistry* metrics_ = nullptr;
   ServerSettings settings_;
   std::unique_ptr<WebRtcRoutes> webrtc_;
+  std::atomic<ClusterRegistry*> cluster_{nullptr};
   int port_ = 0;
 };
 

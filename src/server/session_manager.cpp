@@ -263,7 +263,23 @@ ApiError SessionManager::Create(const CreateSpec& spec, const std::string& calle
            "ingest=" + c.ingest + " codec=" + c.codec + " mode=" + ModeName(c.privacy.mode) + " ai_target=" + (target.empty() ? "none" : target) +
                " video_port=" +
                std::to_string(e.info.video_port) + " audio_port=" + std::to_string(e.info.audio_port) + " by " + caller);
+  lk.Unlock();
+  Changed();
   return {};
+}
+
+void SessionManager::SetChangeHook(std::function<void()> hook) {
+  MutexLock lk(hook_mu_);
+  hook_ = std::move(hook);
+}
+
+void SessionManager::Changed() {
+  std::function<void()> hook;
+  {
+    MutexLock lk(hook_mu_);
+    hook = hook_;
+  }
+  if (hook) hook();
 }
 
 SessionInfo SessionManager::InfoOf(const Entry& e) const {
@@ -290,6 +306,7 @@ std::shared_ptr<LiveSession> SessionManager::Take(const std::string& id, const s
     ending_.insert(id);  // until the session is destroyed (its deleter)
     m_sessions_->Set(double(sessions_.size()));
   }
+  Changed();
   const LiveSessionStats st = s->stats();
   AddEvent(reason == "error" ? "session_error" : "session_ended", id,
            "reason=" + reason + (detail.empty() ? "" : " (" + detail + ")") + " frames_in=" +
@@ -532,6 +549,7 @@ ApiError SessionManager::InjectFault(bool stall, bool fail, const std::string& c
 std::string SessionManager::NotReadyReason() const {
   MutexLock lk(mu_);
   if (draining_) return "shutting down";
+  if (drain_) return "draining: this node takes no new sessions";
   if (std::string why = router_->NotReadyReason(); !why.empty()) return why;
   SessionLoad want;
   want.mode = deps_.privacy.mode;
@@ -553,6 +571,7 @@ double SessionManager::LoadMsPerS() const {
 }
 
 std::string SessionManager::AdmitReason(const SessionLoad& want) const {
+  if (drain_) return "this node is draining and takes no new sessions";
   const int n = int(sessions_.size());
   if (deps_.server.max_sessions > 0) {
     if (n >= deps_.server.max_sessions)
@@ -629,14 +648,50 @@ size_t SessionManager::session_count() const {
   return sessions_.size();
 }
 
-void SessionManager::Shutdown() {
+void SessionManager::Shutdown(const std::string& reason) {
   std::vector<std::string> ids;
   {
     MutexLock lk(mu_);
     draining_ = true;
     for (const auto& [id, e] : sessions_) ids.push_back(id);
   }
-  for (const auto& id : ids) Take(id, "shutdown", "").reset();
+  for (const auto& id : ids) Take(id, reason, "").reset();
+}
+
+void SessionManager::Drain(const std::string& caller) {
+  size_t n = 0;
+  {
+    MutexLock lk(mu_);
+    if (drain_) return;
+    drain_ = true;
+    n = sessions_.size();
+  }
+  AddEvent("node_draining", "", std::to_string(n) + " session(s) go on until their publishers leave; by " + caller);
+}
+
+bool SessionManager::draining() const {
+  MutexLock lk(mu_);
+  return drain_ || draining_;
+}
+
+int SessionManager::FreeSessions() const {
+  MutexLock lk(mu_);
+  if (drain_ || draining_) return 0;
+  const int n = int(sessions_.size());
+  if (deps_.server.max_sessions > 0) return std::max(0, deps_.server.max_sessions - n);
+  SessionLoad want;
+  want.mode = deps_.privacy.mode;
+  const double cost = capacity_->CostMsPerS(want);
+  if (n == 0) return std::max(1, int(std::floor(capacity_->BudgetMsPerS() / cost + 1e-9)));
+  return std::max(0, int(std::floor((capacity_->BudgetMsPerS() - LoadMsPerS()) / cost + 1e-6)));
+}
+
+std::vector<std::string> SessionManager::SessionIds() const {
+  MutexLock lk(mu_);
+  std::vector<std::string> ids;
+  for (const auto& [id, e] : sessions_)
+    if (e.session) ids.push_back(id);
+  return ids;
 }
 
 void SessionManager::Housekeeping() {

@@ -10,6 +10,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -133,8 +134,16 @@ class SessionManager {
   size_t session_count() const;
   // The AI targets: health, streams, recent latency, why down.
   std::vector<TargetState> Targets() const;
-  // Ends every session (reason "shutdown") and refuses new ones. Idempotent.
-  void Shutdown();
+  // Ends every session (with this reason) and refuses new ones. Idempotent.
+  void Shutdown(const std::string& reason = "shutdown");
+  // Takes no new sessions from now on (503, /readyz 503 "draining"); running ones go on. Idempotent.
+  void Drain(const std::string& caller);
+  bool draining() const;
+  // Default sessions (vp8 720p30, the default mode) that still fit: the cluster's placement.
+  int FreeSessions() const;
+  std::vector<std::string> SessionIds() const;
+  // Called (on the thread that made the change, no lock held) after a session started or ended.
+  void SetChangeHook(std::function<void()> hook);
   const ServerDeps& deps() const { return deps_; }
 
  private:
@@ -157,6 +166,7 @@ class SessionManager {
   // Removes a session from the table (under mu_) and returns it for destruction outside the lock.
   std::shared_ptr<LiveSession> Take(const std::string& id, const std::string& reason, const std::string& detail);
   void AddEvent(const std::string& type, const std::string& session, const std::string& detail);
+  void Changed();
   SessionInfo InfoOf(const Entry& e) const REQUIRES(mu_);
   // Empty when a session like `want` may start now, else why not (with the numbers).
   std::string AdmitReason(const SessionLoad& want) const REQUIRES(mu_);
@@ -172,7 +182,8 @@ class SessionManager {
   std::unique_ptr<CapacityModel> capacity_;
   mutable Mutex mu_;
   std::map<std::string, Entry> sessions_ GUARDED_BY(mu_);
-  bool draining_ GUARDED_BY(mu_) = false;
+  bool draining_ GUARDED_BY(mu_) = false;  // shutting down
+  bool drain_ GUARDED_BY(mu_) = false;     // draining: no new sessions
   uint64_t next_sched_id_ GUARDED_BY(mu_) = 1;
   // Ids whose session left the table but is still being destroyed: its metric
   // series are removed when it is, so a new session may not take the id before
@@ -180,6 +191,8 @@ class SessionManager {
   Mutex ending_mu_;
   std::condition_variable ending_cv_;
   std::set<std::string> ending_ GUARDED_BY(ending_mu_);
+  Mutex hook_mu_;
+  std::function<void()> hook_ GUARDED_BY(hook_mu_);
   mutable Mutex ev_mu_;
   std::deque<Event> events_ GUARDED_BY(ev_mu_);
   uint64_t event_seq_ GUARDED_BY(ev_mu_) = 0;

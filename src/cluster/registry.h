@@ -1,0 +1,113 @@
+// Many veil nodes as one service (issue 15): the node registry and session
+// directory in Redis, and placement of new sessions by headroom.
+//
+// Redis keys (docs/cluster.md):
+//   veil:nodes              set of node ids (members whose record expired are pruned by readers)
+//   veil:node:{id}          the node's record, JSON, expires after ttl_ms unless the heartbeat renews it
+//   veil:session:{sid}      the id of the node holding session sid, renewed with the heartbeat
+//   veil:reserve:{id}       sessions placed on node id since its last heartbeat (a burst guard)
+//
+// Every heartbeat (heartbeat_ms) writes the whole local state again, so a
+// node re-registers by itself when Redis comes back, and a node that dies
+// disappears with its sessions within ttl_ms. While Redis is unreachable the
+// registry is "degraded": placement answers "here" and lookups "unknown", so
+// the node keeps serving its own sessions and takes new ones locally.
+#pragma once
+#include <atomic>
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cluster/redis.h"
+#include "core/metrics.h"
+#include "core/mutex.h"
+#include "core/status.h"
+
+namespace veil {
+
+struct ClusterSettings {
+  std::string redis;       // redis://HOST:PORT[/DB]; empty: no cluster
+  std::string node_id;     // unique per node
+  std::string public_url;  // how clients reach this node's API/WHIP/WHEP, e.g. http://10.0.0.5:8080
+  std::string media_address;  // RTP ingest / ICE address clients send media to
+  double heartbeat_ms = 1000, ttl_ms = 3000;
+  int redis_timeout_ms = 200;
+};
+
+// What a node publishes about itself.
+struct NodeState {
+  int sessions = 0;
+  int capacity = 0;        // default sessions an empty node carries
+  int free_sessions = 0;   // default sessions that still fit
+  double headroom = 0;     // 0..1
+  bool draining = false;
+  bool ready = true;       // /readyz (draining or no AI target: false)
+  std::vector<std::string> session_ids;
+};
+
+struct NodeRecord {
+  std::string id, url, media;
+  NodeState state;
+  double updated_unix_ms = 0;
+};
+
+class ClusterRegistry {
+ public:
+  // Starts the heartbeat. Fails only on bad settings: an unreachable Redis is "degraded", not an error.
+  static Result<std::unique_ptr<ClusterRegistry>> Start(const ClusterSettings& s, std::function<NodeState()> local,
+                                                        MetricsRegistry* metrics);
+  ~ClusterRegistry();  // stops the heartbeat and removes this node's record and sessions (best effort)
+
+  struct Placement {
+    bool local = true;   // take the session here
+    NodeRecord node;     // else: redirect to this node
+    std::string why;     // for the log
+  };
+  // Where a new session goes: the ready, non-draining node with the most free
+  // sessions after reservations (ties: this node, then the lowest id), with a
+  // slot reserved there atomically. Degraded or no room anywhere: here.
+  Placement PlaceNew();
+  // The node holding `session` when it is another live node.
+  std::optional<NodeRecord> RemoteHolder(const std::string& session);
+  // Every live node's record (this node's as last published).
+  std::vector<NodeRecord> Nodes();
+  // A local session ended: its directory entry goes now rather than at expiry.
+  void SessionEnded(const std::string& session);
+  // A heartbeat now, on the calling thread.
+  void Beat();
+  // A heartbeat as soon as the registry's thread can: a session started or ended, and the
+  // directory should say so before the next regular beat.
+  void BeatSoon();
+  bool degraded() const { return degraded_.load(); }
+  std::string status() const;  // "ok" or "degraded: <why>"
+  const ClusterSettings& settings() const { return s_; }
+
+ private:
+  ClusterRegistry(const ClusterSettings& s, std::function<NodeState()> local);
+  void Loop();
+  void MarkDegraded(const std::string& why);
+  void MarkOk();
+  std::optional<NodeRecord> Record(const std::string& id);
+
+  const ClusterSettings s_;
+  std::function<NodeState()> local_;
+  RedisClient redis_;
+  std::atomic<bool> degraded_{false};
+  mutable Mutex mu_;
+  std::string degraded_why_ GUARDED_BY(mu_);
+  NodeState last_ GUARDED_BY(mu_);  // what the last heartbeat published
+  std::thread thread_;
+  Mutex stop_mu_;
+  std::condition_variable stop_cv_;
+  bool stop_ GUARDED_BY(stop_mu_) = false;
+  bool soon_ GUARDED_BY(stop_mu_) = false;
+  Gauge* m_nodes_ = nullptr;
+  Gauge* m_degraded_ = nullptr;
+  Counter* m_redirects_ = nullptr;
+};
+
+}  // namespace veil
