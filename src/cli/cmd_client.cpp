@@ -49,7 +49,7 @@ void RegisterPublish(CLI::App& app, int* rc) {
   struct Opts {
     std::string server = "http://127.0.0.1:8080", input, session, mode, token;
     double seconds = 0;
-    bool once = false, keep = false, attach = false;
+    bool once = false, keep = false, attach = false, retry = false;
   };
   auto o = std::make_shared<Opts>();
   CLI::App* sub = app.add_subcommand("publish", "Create a session and send a file to it as live RTP (paced, looping)");
@@ -64,53 +64,91 @@ void RegisterPublish(CLI::App& app, int* rc) {
   sub->add_flag("--attach", o->attach,
                 "Send to the existing --session instead of creating one (a publisher or encoder restart); implies --keep");
   sub->add_option("--token", o->token, "Bearer token (or $VEIL_TOKEN)")->envname("VEIL_TOKEN");
+  sub->add_flag("--retry", o->retry,
+                "If the session's node goes away (killed, unreachable, or the session ended), create the session "
+                "again through --server (a cluster places it on a live node), backing off 0.25 s to 4 s");
   sub->callback([o, rc] {
     InstallStopHandlers();
     auto clip = LoadClip(o->input);
     if (!clip) return Fail(rc, 2, clip.error());
-    auto api = ApiClient::Create(o->server, o->token);
-    if (!api) return Fail(rc, 2, api.error());
     if (o->attach && o->session.empty()) return Fail(rc, 2, "--attach needs --session");
     if (o->attach) o->keep = true;  // the session is not this publisher's to end
     json req = {{"codec", (*clip)->info.video_codec}, {"audio", (*clip)->info.has_opus}};
     if (!o->session.empty()) req["id"] = o->session;
     if (!o->mode.empty()) req["mode"] = o->mode;
-    auto r = o->attach ? (*api)->Call("GET", "/v1/sessions/" + o->session) : (*api)->Call("POST", "/v1/sessions", req);
-    if (!r) return Fail(rc, 3, r.error());
-    if (r->status != (o->attach ? 200 : 201))
-      return Fail(rc, 3, std::string(o->attach ? "cannot find" : "cannot create") + " the session: " + r->error());
-    if (o->attach && r->body.value("codec", "") != (*clip)->info.video_codec)
-      return Fail(rc, 2, "session '" + o->session + "' takes " + r->body.value("codec", "?") + ", the file is " +
-                             (*clip)->info.video_codec);
-    const json s = r->body;
-    const std::string id = s["id"];
-    PublisherConfig pc;
-    pc.host = s["ingest"]["host"];
-    pc.video_port = s["ingest"]["video_port"];
-    pc.audio_port = s["ingest"]["audio_port"];
-    pc.loop = !o->once;
-    pc.seconds = o->seconds;
-    auto pub = RtpPublisher::Start(*clip, pc);
-    if (!pub) {
-      if (!o->attach) (*api)->Call("DELETE", "/v1/sessions/" + id);
-      return Fail(rc, 3, pub.error());
-    }
-    std::printf("%s\n", json({{"session", id}, {"video_port", pc.video_port}, {"audio_port", pc.audio_port},
-                              {"codec", (*clip)->info.video_codec}, {"fps", (*clip)->info.fps}})
-                            .dump()
-                            .c_str());
-    std::fflush(stdout);
-    std::fprintf(stderr, "veil publish: sending %s to session %s (%s:%d)\n", o->input.c_str(), id.c_str(),
-                 pc.host.c_str(), pc.video_port);
-    while (!StopRequested() && !(*pub)->stats().finished) Sleep(100);
-    (*pub)->Stop();
-    const PublisherStats st = (*pub)->stats();
-    std::fprintf(stderr, "veil publish: sent %llu frames, %llu audio packets\n", (unsigned long long)st.frames,
-                 (unsigned long long)st.audio_packets);
-    if (!o->keep) {
-      auto d = (*api)->Call("DELETE", "/v1/sessions/" + id);
-      if (d && d->status != 204 && d->status != 404)
-        std::fprintf(stderr, "veil publish: could not delete the session: %s\n", d->error().c_str());
+    double backoff_ms = 250;
+    int attempt = 0;
+    const double started = NowMs();
+    for (;;) {
+      ++attempt;
+      // Each attempt starts at the entry URL: a 307 takes the client to the node that takes the session.
+      auto api = ApiClient::Create(o->server, o->token);
+      if (!api) return Fail(rc, 2, api.error());
+      auto r = o->attach ? (*api)->Call("GET", "/v1/sessions/" + o->session) : (*api)->Call("POST", "/v1/sessions", req);
+      std::string why;
+      if (!r) why = r.error();
+      else if (r->status != (o->attach ? 200 : 201))
+        why = std::string(o->attach ? "cannot find" : "cannot create") + " the session: " + r->error();
+      if (!why.empty()) {
+        if (!o->retry || attempt == 1 && r && r->status < 500) return Fail(rc, 3, why);
+        if (StopRequested()) return;
+        std::fprintf(stderr, "veil publish: %s; again in %.2f s\n", why.c_str(), backoff_ms / 1000);
+        Sleep(int(backoff_ms));
+        backoff_ms = std::min(4000.0, backoff_ms * 2);
+        continue;
+      }
+      backoff_ms = 250;
+      if (o->attach && r->body.value("codec", "") != (*clip)->info.video_codec)
+        return Fail(rc, 2, "session '" + o->session + "' takes " + r->body.value("codec", "?") + ", the file is " +
+                               (*clip)->info.video_codec);
+      const json s = r->body;
+      const std::string id = s["id"];
+      PublisherConfig pc;
+      pc.host = s["ingest"]["host"];
+      pc.video_port = s["ingest"]["video_port"];
+      pc.audio_port = s["ingest"]["audio_port"];
+      pc.loop = !o->once;
+      pc.seconds = o->seconds > 0 ? std::max(0.1, o->seconds - (NowMs() - started) / 1000) : 0;
+      auto pub = RtpPublisher::Start(*clip, pc);
+      if (!pub) {
+        if (!o->attach) (*api)->Call("DELETE", "/v1/sessions/" + id);
+        return Fail(rc, 3, pub.error());
+      }
+      std::printf("%s\n", json({{"session", id}, {"video_port", pc.video_port}, {"audio_port", pc.audio_port},
+                                {"codec", (*clip)->info.video_codec}, {"fps", (*clip)->info.fps},
+                                {"server", (*api)->url()}, {"attempt", attempt}})
+                              .dump()
+                              .c_str());
+      std::fflush(stdout);
+      std::fprintf(stderr, "veil publish: sending %s to session %s (%s:%d) on %s\n", o->input.c_str(), id.c_str(),
+                   pc.host.c_str(), pc.video_port, (*api)->url().c_str());
+      // With --retry, the session is checked once a second: gone or unreachable -> publish it again.
+      std::string lost;
+      double next_check = NowMs() + 1000;
+      while (!StopRequested() && !(*pub)->stats().finished) {
+        Sleep(100);
+        if (!o->retry || NowMs() < next_check) continue;
+        next_check = NowMs() + 1000;
+        auto g = (*api)->Call("GET", "/v1/sessions/" + id);
+        if (!g) lost = g.error();
+        else if (g->status == 404) lost = "the session ended on " + (*api)->url();
+        if (!lost.empty()) break;
+      }
+      (*pub)->Stop();
+      const PublisherStats st = (*pub)->stats();
+      std::fprintf(stderr, "veil publish: sent %llu frames, %llu audio packets\n", (unsigned long long)st.frames,
+                   (unsigned long long)st.audio_packets);
+      if (!lost.empty() && !StopRequested()) {
+        std::fprintf(stderr, "veil publish: %s; publishing again through %s\n", lost.c_str(), o->server.c_str());
+        if (o->seconds > 0 && NowMs() - started >= o->seconds * 1000) return;
+        continue;
+      }
+      if (!o->keep) {
+        auto d = (*api)->Call("DELETE", "/v1/sessions/" + id);
+        if (d && d->status != 204 && d->status != 404)
+          std::fprintf(stderr, "veil publish: could not delete the session: %s\n", d->error().c_str());
+      }
+      return;
     }
   });
 }
