@@ -101,6 +101,7 @@ void RegisterServe(CLI::App& app, int* rc) {
     const double drain_ms = server->drain_timeout_s * 1000;
     std::string why, end_reason = "shutdown";
     double drain_started = -1;
+    bool was_empty = false;
     while (why.empty()) {
       const int sig = WaitForStopFor(sigs, 200);
       if (sig == SIGINT) why = "SIGINT";
@@ -114,8 +115,13 @@ void RegisterServe(CLI::App& app, int* rc) {
                      server->drain_timeout_s);
       }
       if (drain_started >= 0) {
-        if ((*sessions)->session_count() == 0) why = "drained";
-        else if (NowMs() - drain_started >= drain_ms) {
+        // Idle (nothing left, nothing being torn down) on two ticks in a row: the request that
+        // ended the last session has had its answer before the API stops.
+        const bool empty = (*sessions)->Idle();
+        if (empty && was_empty) why = "drained";
+        was_empty = empty;
+        if (!why.empty()) break;
+        if (NowMs() - drain_started >= drain_ms) {
           why = "drain timeout";
           end_reason = "drain_timeout";
         }

@@ -179,6 +179,10 @@ void ClusterRegistry::Beat() {
   MarkOk();
 }
 
+bool ClusterRegistry::Fresh(const NodeRecord& r) const {
+  return UnixMs() - r.updated_unix_ms <= kStaleBeats * s_.heartbeat_ms;
+}
+
 std::optional<NodeRecord> ClusterRegistry::Record(const std::string& id) {
   auto r = redis_.Command({"GET", NodeKey(id)});
   if (!r) {
@@ -211,7 +215,7 @@ std::vector<NodeRecord> ClusterRegistry::Nodes() {
   for (size_t i = 0; i < names.size() && i < recs->elements.size(); ++i) {
     const RedisReply& e = recs->elements[i];
     std::optional<NodeRecord> rec = e.type == RedisReply::Type::kString ? FromJson(e.str) : std::nullopt;
-    if (rec) out.push_back(std::move(*rec));
+    if (rec && Fresh(*rec)) out.push_back(std::move(*rec));
     else if (e.type == RedisReply::Type::kNil) gone.push_back(names[i]);  // expired: the node is gone
   }
   if (gone.size() > 2) redis_.Command(gone);  // best effort; the next reader prunes again
@@ -293,7 +297,8 @@ std::optional<NodeRecord> ClusterRegistry::RemoteHolder(const std::string& sessi
   }
   if (r->type != RedisReply::Type::kString || r->str == s_.node_id) return std::nullopt;
   auto rec = Record(r->str);
-  if (rec) m_redirects_->Inc();
+  if (!rec || !Fresh(*rec)) return std::nullopt;  // its node is gone (or about to expire): not held
+  m_redirects_->Inc();
   return rec;
 }
 

@@ -9,7 +9,8 @@
 //
 // Every heartbeat (heartbeat_ms) writes the whole local state again, so a
 // node re-registers by itself when Redis comes back, and a node that dies
-// disappears with its sessions within ttl_ms. While Redis is unreachable the
+// disappears with its sessions within ttl_ms (readers skip its record after
+// 2.5 heartbeats already). While Redis is unreachable the
 // registry is "degraded": placement answers "here" and lookups "unknown", so
 // the node keeps serving its own sessions and takes new ones locally.
 #pragma once
@@ -92,6 +93,11 @@ class ClusterRegistry {
   void MarkDegraded(const std::string& why);
   void MarkOk();
   std::optional<NodeRecord> Record(const std::string& id);
+  // A record not renewed for kStaleBeats heartbeats belongs to a node that stopped (killed,
+  // frozen, cut off) even before Redis expires it (ttl_ms): it is neither placed on nor
+  // redirected to. Node clocks are compared: they must agree within a second (NTP).
+  static constexpr double kStaleBeats = 2.5;
+  bool Fresh(const NodeRecord& r) const;
 
   const ClusterSettings s_;
   std::function<NodeState()> local_;

@@ -139,6 +139,8 @@ class SessionManager {
   // Takes no new sessions from now on (503, /readyz 503 "draining"); running ones go on. Idempotent.
   void Drain(const std::string& caller);
   bool draining() const;
+  // No session in the table and none still being torn down.
+  bool Idle();
   // Default sessions (vp8 720p30, the default mode) that still fit: the cluster's placement.
   int FreeSessions() const;
   std::vector<std::string> SessionIds() const;
@@ -174,6 +176,8 @@ class SessionManager {
   // Once a second: learns the sessions' CPU per frame; process_cpu_ms: the process's CPU over the interval.
   void LearnCosts(double process_cpu_ms) REQUIRES(mu_);
   std::string DefaultKind() const;
+  // Times the standalone transcode (the limit), builds the cost model and its metrics.
+  Status StartCapacity(MetricsRegistry* metrics);
 
   const ServerDeps deps_;
   MetricsRegistry* metrics_;

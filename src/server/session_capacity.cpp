@@ -1,0 +1,153 @@
+// SessionManager's admission by measured capacity (server/capacity.h, docs/capacity.md): what
+// the running sessions are predicted to take, whether one more fits, what the node reports,
+// and the once-a-second learning from the sessions' own CPU.
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include <spdlog/spdlog.h>
+
+#include "core/clock.h"
+#include "server/session_manager.h"
+
+namespace veil {
+
+Status SessionManager::StartCapacity(MetricsRegistry* metrics) {
+  // The limit and the cost model (server/capacity.h): a standalone transcode per codec, timed now.
+  CapacityOptions co;
+  co.cores = deps_.server.cores > 0 ? deps_.server.cores : UsableCores();
+  co.cpu_share = deps_.server.cpu_share;
+  co.fps = deps_.privacy.fps;
+  std::map<std::string, double> transcode;
+  const double c0 = NowMs();
+  for (const char* codec : {"vp8", "h264"}) {
+    auto ms = MeasureTranscodeMs(codec, deps_.encoder);
+    if (ms) transcode[codec] = *ms;
+    else spdlog::warn("cannot time a {} transcode ({}): its sessions are costed as the dearest codec", codec, ms.error());
+  }
+  if (transcode.empty()) return Status::Error("cannot time a standalone transcode: the capacity model has no limit");
+  capacity_ = std::make_unique<CapacityModel>(co, transcode);
+  const CapacityState cs = Capacity();
+  spdlog::info("capacity: {:g} cores, a standalone 720p transcode takes {} (timed in {:.0f} ms); limit {:.1f} {} "
+               "sessions; {}",
+               co.cores,
+               [&] {
+                 std::string t;
+                 for (const auto& [codec, ms] : transcode) t += (t.empty() ? "" : ", ") + fmt::format("{} {:.1f} ms", codec, ms);
+                 return t;
+               }(),
+               NowMs() - c0, cs.limit_sessions, cs.default_kind,
+               deps_.server.max_sessions > 0
+                   ? fmt::format("server.max_sessions = {} (fixed)", deps_.server.max_sessions)
+                   : fmt::format("admits {} (prior {:.1f}x the transcode, {:.0f}% of the cores)", cs.capacity_sessions,
+                                 cs.ratio, 100 * co.cpu_share));
+  m_capacity_ = &metrics->GetGauge("veil_capacity_sessions",
+                                      "Default sessions (vp8 720p30, the default mode) this node carries when empty");
+  m_headroom_ = &metrics->GetGauge("veil_headroom_ratio", "Share of the session CPU budget not yet taken (0..1)");
+  m_limit_ = &metrics->GetGauge("veil_capacity_limit_sessions",
+                                   "Physical limit: cores x frame interval / standalone vp8 720p transcode time");
+  m_capacity_->Set(cs.capacity_sessions);
+  m_headroom_->Set(cs.headroom);
+  m_limit_->Set(cs.limit_sessions);
+  return Status::Ok();
+}
+
+std::string SessionManager::DefaultKind() const {
+  const char* kind = deps_.privacy.mode == Mode::kAnonymize ? "anonymized"
+                     : deps_.privacy.mode == Mode::kBypass  ? "bypass"
+                                                            : "full_blur";
+  const CapacityOptions& o = capacity_->options();
+  return fmt::format("{} vp8 {}p{:g}", kind, o.height, o.fps);
+}
+
+double SessionManager::LoadMsPerS() const {
+  double load = 0;
+  for (const auto& [id, e] : sessions_) load += capacity_->CostMsPerS(e.load);
+  return load;
+}
+
+std::string SessionManager::AdmitReason(const SessionLoad& want) const {
+  if (drain_) return "this node is draining and takes no new sessions";
+  const int n = int(sessions_.size());
+  if (deps_.server.max_sessions > 0) {
+    if (n >= deps_.server.max_sessions)
+      return "session limit reached (" + std::to_string(deps_.server.max_sessions) + " sessions, server.max_sessions)";
+    return "";
+  }
+  const double load = LoadMsPerS(), budget = capacity_->BudgetMsPerS(), cost = capacity_->CostMsPerS(want);
+  if (n == 0 || load + cost <= budget + 1e-6) return "";  // an empty node takes one, whatever it costs
+  return fmt::format(
+      "at capacity: {} {} sessions on {:g} cores, {} running (CPU {:.0f} of {:.0f} ms/s taken, a {} {} session "
+      "needs {:.0f}; server.max_sessions = auto)",
+      capacity_->CapacitySessions("vp8", deps_.privacy.mode), DefaultKind(), capacity_->options().cores, n, load,
+      budget, want.codec, ModeName(want.mode), cost);
+}
+
+CapacityState SessionManager::Capacity() const {
+  CapacityState c;
+  c.cores = capacity_->options().cores;
+  c.budget_ms_per_s = capacity_->BudgetMsPerS();
+  c.capacity_sessions = capacity_->CapacitySessions("vp8", deps_.privacy.mode);
+  c.max_sessions = deps_.server.max_sessions;
+  c.transcode_ms = capacity_->TranscodeMs("vp8");
+  c.limit_sessions = capacity_->LimitSessions("vp8");
+  c.ratio = capacity_->Ratio("vp8", deps_.privacy.mode);
+  c.learned = capacity_->Samples("vp8", deps_.privacy.mode) > 0;
+  c.default_kind = DefaultKind();
+  for (const char* codec : {"vp8", "h264"}) c.transcode_ms_by_codec[codec] = capacity_->TranscodeMs(codec);
+  c.costs = capacity_->Costs();
+  MutexLock lk(mu_);
+  c.load_ms_per_s = LoadMsPerS();
+  c.headroom = std::max(0.0, 1.0 - c.load_ms_per_s / c.budget_ms_per_s);
+  return c;
+}
+
+void SessionManager::LearnCosts(double process_cpu_ms) {
+  // The sessions' own threads (decode, privacy, encode) over the interval; the rest of the
+  // process's CPU (inference, packetization, viewers, HTTP) is shared out in proportion.
+  struct Step {
+    Entry* e;
+    double cpu_ms;
+    uint64_t frames;
+    bool steady;
+  };
+  std::vector<Step> steps;
+  double threads_ms = 0;
+  for (auto& [id, e] : sessions_) {
+    if (!e.session) continue;
+    const double cpu = e.session->cpu_ms();
+    const LiveSessionStats st = e.session->stats();
+    const Mode mode = e.session->mode();
+    Step s{&e, cpu - e.cpu_ms, st.frames_in - e.frames_in, mode == e.mode_then && st.width > 0};
+    e.cpu_ms = cpu;
+    e.frames_in = st.frames_in;
+    e.mode_then = mode;
+    e.load.mode = mode;
+    if (st.width > 0) {
+      e.load.width = st.width;
+      e.load.height = st.height;
+    }
+    e.load.fps = st.received_fps;
+    threads_ms += s.cpu_ms;
+    steps.push_back(s);
+  }
+  if (threads_ms <= 0) return;
+  const double share = std::clamp(process_cpu_ms / threads_ms, 1.0, 3.0);
+  for (const Step& s : steps)
+    if (s.steady && s.frames >= 10) capacity_->Learn(s.e->load, s.cpu_ms * share / double(s.frames));
+}
+
+int SessionManager::FreeSessions() const {
+  MutexLock lk(mu_);
+  if (drain_ || draining_) return 0;
+  const int n = int(sessions_.size());
+  if (deps_.server.max_sessions > 0) return std::max(0, deps_.server.max_sessions - n);
+  SessionLoad want;
+  want.mode = deps_.privacy.mode;
+  const double cost = capacity_->CostMsPerS(want);
+  if (n == 0) return std::max(1, int(std::floor(capacity_->BudgetMsPerS() / cost + 1e-9)));
+  return std::max(0, int(std::floor((capacity_->BudgetMsPerS() - LoadMsPerS()) / cost + 1e-6)));
+}
+
+}  // namespace veil
