@@ -74,11 +74,6 @@ RedisClient::~RedisClient() {
   DropLocked();
 }
 
-bool RedisClient::connected() const {
-  MutexLock lk(mu_);
-  return ctx_ != nullptr;
-}
-
 void RedisClient::DropLocked() {
   if (ctx_) redisFree(ctx_);
   ctx_ = nullptr;

@@ -41,14 +41,13 @@ class RedisClient {
   Result<RedisReply> Command(const std::vector<std::string>& argv);
   // Several commands in one round trip (pipelined); the first failure is the result.
   Result<std::vector<RedisReply>> Pipeline(const std::vector<std::vector<std::string>>& commands);
-  bool connected() const;
 
  private:
   Status ConnectLocked() REQUIRES(mu_);
   void DropLocked() REQUIRES(mu_);
   const RedisAddress addr_;
   const int timeout_ms_;
-  mutable Mutex mu_;
+  Mutex mu_;
   redisContext* ctx_ GUARDED_BY(mu_) = nullptr;
 };
 

@@ -302,9 +302,4 @@ std::optional<NodeRecord> ClusterRegistry::RemoteHolder(const std::string& sessi
   return rec;
 }
 
-void ClusterRegistry::SessionEnded(const std::string& session) {
-  if (degraded_) return;
-  if (auto r = redis_.Command({"EVAL", kDeleteIfValue, "1", SessionKey(session), s_.node_id}); !r) MarkDegraded(r.error());
-}
-
 }  // namespace veil

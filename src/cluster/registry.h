@@ -76,8 +76,6 @@ class ClusterRegistry {
   std::optional<NodeRecord> RemoteHolder(const std::string& session);
   // Every live node's record (this node's as last published).
   std::vector<NodeRecord> Nodes();
-  // A local session ended: its directory entry goes now rather than at expiry.
-  void SessionEnded(const std::string& session);
   // A heartbeat now, on the calling thread.
   void Beat();
   // A heartbeat as soon as the registry's thread can: a session started or ended, and the

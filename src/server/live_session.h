@@ -114,6 +114,11 @@ class LiveSession {
   // CPU the session's own work took (decode on the ingest thread; privacy and encode on its
   // worker), ms since it started: the capacity model learns from it (server/capacity.h).
   double cpu_ms() const { return cpu_ms_.load(); }
+  // What the capacity model needs once a second, without building stats().
+  uint64_t frames_in() const { return frames_in_.load(); }
+  int width() const { return out_w_.load(); }
+  int height() const { return out_h_.load(); }
+  double received_fps() const { return fps_in_.load(); }
   // The last frame that left the privacy stage (exactly what the viewers
   // get), scaled to at most max_width px wide and JPEG-encoded now: the
   // frame path only keeps a reference to its frame. The JPEG is reused while

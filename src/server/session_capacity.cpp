@@ -116,19 +116,21 @@ void SessionManager::LearnCosts(double process_cpu_ms) {
   double threads_ms = 0;
   for (auto& [id, e] : sessions_) {
     if (!e.session) continue;
-    const double cpu = e.session->cpu_ms();
-    const LiveSessionStats st = e.session->stats();
-    const Mode mode = e.session->mode();
-    Step s{&e, cpu - e.cpu_ms, st.frames_in - e.frames_in, mode == e.mode_then && st.width > 0};
+    const LiveSession& ls = *e.session;
+    const double cpu = ls.cpu_ms();
+    const uint64_t frames = ls.frames_in();
+    const int w = ls.width(), h = ls.height();
+    const Mode mode = ls.mode();
+    Step s{&e, cpu - e.cpu_ms, frames - e.frames_in, mode == e.mode_then && w > 0};
     e.cpu_ms = cpu;
-    e.frames_in = st.frames_in;
+    e.frames_in = frames;
     e.mode_then = mode;
     e.load.mode = mode;
-    if (st.width > 0) {
-      e.load.width = st.width;
-      e.load.height = st.height;
+    if (w > 0) {
+      e.load.width = w;
+      e.load.height = h;
     }
-    e.load.fps = st.received_fps;
+    e.load.fps = ls.received_fps();
     threads_ms += s.cpu_ms;
     steps.push_back(s);
   }
