@@ -18,7 +18,9 @@ json ReadJson(const std::string& path) {
 size_t SessionsOn(ServerProcess& s) { return s.Call("GET", "/v1/sessions").body["sessions"].size(); }
 
 TEST(Load, ShortRampGivesSaneFigures) {
-  ServerProcess server({});
+  // A fixed cap: the ramp's figures are the subject, and on a busy 2-core machine the capacity
+  // model (learned from the first session) may refuse the second one (seen once in CI).
+  ServerProcess server({"--max-sessions", "2"});
   ASSERT_TRUE(server.ok()) << server.log();
   const std::string out = TempPath("load-ramp");
   RunResult r = RunVeil("load --server " + server.url() + " -i " + Media("sample_720p30.ivf") +
