@@ -159,6 +159,7 @@ const std::vector<KeySpec>& ConfigKeys() {
       Key("server.cores", "cores", "cores the capacity model counts on (0: the process's CPU affinity and cgroup quota)", &S::cores),
       Key("server.cpu_share", "cpu-share", "share of those cores sessions may take before new ones are refused (max_sessions = auto)", &S::cpu_share),
       Key("server.drain_timeout_s", "drain-timeout-s", "SIGTERM or POST /v1/drain: running sessions may go on this long, s (0: SIGTERM ends them at once)", &S::drain_timeout_s),
+      Key("server.bypass_forward", "", "bypass forwards the publisher's frames (a decode, no re-encode); false: re-encode them", &S::bypass_forward),
       Key("server.max_viewers", "max-viewers", "viewers per session", &S::max_viewers),
       Key("server.viewer_queue", "viewer-queue", "frames queued per viewer before it drops to a keyframe", &S::viewer_queue),
       Key("server.jitter_ms", "jitter-ms", "ingest jitter buffer depth, ms", &S::jitter_ms),
@@ -471,6 +472,7 @@ Result<ServerSettings> Config::BuildServer() const {
   v.probe_timeout_ms = s.probe_timeout_ms;
   v.cores = s.cores;
   v.cpu_share = s.cpu_share;
+  v.bypass_forward = s.bypass_forward;
   v.drain_timeout_s = s.drain_timeout_s;
   if (!s.cluster_redis.empty() && s.cluster_redis.rfind("redis://", 0) != 0)
     return Status::Error("cluster.redis must be redis://HOST:PORT[/DB], got '" + s.cluster_redis + "'");

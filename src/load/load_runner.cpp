@@ -338,7 +338,7 @@ Result<LoadRun> RunLoad(const LoadOptions& o, const std::function<void(const std
     // Server side: deltas of our sessions' series over the window.
     HistSnapshot proc;
     std::map<std::string, HistSnapshot> stage;
-    double in = 0, stale = 0, fc = 0, ingest_lost = 0;
+    double in = 0, sent = 0, stale = 0, fc = 0, ingest_lost = 0;
     for (const auto& id : ours) {
       const std::map<std::string, std::string> l = {{"session", id}};
       constexpr double kMs = 1000;  // the server exports seconds; the tables are in ms
@@ -351,14 +351,16 @@ Result<LoadRun> RunLoad(const LoadOptions& o, const std::function<void(const std
       }
       auto d = [&](const char* name) { return SumValue(m1, name, l) - SumValue(m0, name, l); };
       in += d("veil_session_frames_received_total");
+      sent += d("veil_session_frames_sent_total");
       stale += d("veil_session_stale_drops_total");
       fc += d("veil_session_fail_closed_frames_total");
       ingest_lost += d("veil_session_rtp_lost_packets_total");
     }
     res.proc_mean_ms = proc.mean();
     res.proc_p99_ms = proc.Quantile(0.99);
-    // Per frame: a stage that runs on some frames only (detect) is spread over all frames.
-    const double frames = std::max(1.0, stage["encode"].count);
+    // Per frame sent: a stage that runs on some frames only (detect; encode when bypass
+    // forwards the publisher's frames) is spread over all of them.
+    const double frames = std::max(1.0, sent);
     for (const char* st : kStages) {
       res.stage_mean_ms[st] = stage[st].sum / frames;
       res.stage_p99_ms[st] = stage[st].Quantile(0.99);

@@ -106,9 +106,9 @@ Result<double> MeasureTranscodeMs(const std::string& codec, const EncoderOptions
   return cpu / timed;
 }
 
-double PriorRatio(Mode mode) {
+double PriorRatio(Mode mode, bool bypass_forward) {
   switch (mode) {
-    case Mode::kBypass: return 1.6;
+    case Mode::kBypass: return bypass_forward ? 0.5 : 1.6;
     case Mode::kFullBlur: return 1.8;
     case Mode::kAnonymize: return 2.3;
   }
@@ -129,7 +129,7 @@ double CapacityModel::TranscodeMs(const std::string& codec) const {
 double CapacityModel::Ratio(const std::string& codec, Mode mode) const {
   MutexLock lk(mu_);
   auto it = learned_.find({codec, mode});
-  return it != learned_.end() && it->second.samples > 0 ? it->second.ratio : PriorRatio(mode);
+  return it != learned_.end() && it->second.samples > 0 ? it->second.ratio : PriorRatio(mode, o_.bypass_forward);
 }
 
 int CapacityModel::Samples(const std::string& codec, Mode mode) const {

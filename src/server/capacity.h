@@ -38,6 +38,7 @@ struct CapacityOptions {
   double cpu_share = 0.6;    // of the cores, what sessions may take (the rest: bursts, HTTP, the OS)
   double fps = 30;           // the frame rate a session is assumed to run at (at least)
   int width = 1280, height = 720;  // a session's assumed size until its first frame
+  bool bypass_forward = true;      // bypass sessions forward (decode only) rather than re-encode
 };
 
 // What one session costs and what it runs at, for the model.
@@ -92,7 +93,7 @@ class CapacityModel {
 
 // The prior ratio of a session's CPU per frame to a standalone transcode
 // before anything was learned (measured on this repo's 720p clip: bypass
-// 1.3x, anonymize about 2x; docs/figures.md "Capacity").
-double PriorRatio(Mode mode);
+// 1.3x re-encoding, anonymize about 2x; docs/figures.md "Capacity").
+double PriorRatio(Mode mode, bool bypass_forward = true);
 
 }  // namespace veil

@@ -49,7 +49,9 @@ Result<std::unique_ptr<LiveSession>> LiveSession::Start(const std::string& id, c
   s->m_fail_closed_ = &metrics->GetCounter("veil_session_fail_closed_frames_total",
                                            "Frames sent as a whole-frame mosaic for lack of a fresh detection", l);
   s->m_in_ = &metrics->GetCounter("veil_session_frames_received_total", "Frames received and decoded", l);
-  s->m_out_ = &metrics->GetCounter("veil_session_frames_sent_total", "Frames encoded and handed to the viewers", l);
+  s->m_out_ = &metrics->GetCounter("veil_session_frames_sent_total", "Frames handed to the viewers", l);
+  s->m_forwarded_ = &metrics->GetCounter("veil_session_frames_forwarded_total",
+                                         "Frames sent as the publisher's own (bypass forwarding, no re-encode)", l);
   s->m_viewer_drops_ =
       &metrics->GetCounter("veil_session_viewer_drops_total", "Frames a slow viewer dropped from its queue", l);
   s->m_lost_ = &metrics->GetCounter("veil_session_rtp_lost_packets_total", "Ingest RTP packets never received", l);
@@ -208,27 +210,40 @@ void LiveSession::OnEncoded(EncodedFrame&& f, uint32_t rtp_ts) {
   }
 }
 
+bool LiveSession::AskPublisherForKeyframe() {
+  // A WebRTC publisher is asked with RTCP PLI, at most once a second. Plain RTP ingest has no
+  // back channel: its publisher's next keyframe comes on its own schedule.
+  WhipIngest* w = whip_raw_.load();
+  if (!w) return false;
+  const double now = NowMs();
+  double last = last_publisher_key_ms_.load();
+  if (now - last <= 1000 || !last_publisher_key_ms_.compare_exchange_strong(last, now)) return false;
+  w->RequestKeyframe();
+  ++publisher_key_requests_;
+  return true;
+}
+
 void LiveSession::DecodeAndQueue(EncodedFrame&& f, uint32_t rtp_ts) {
   last_packet_ms_.store(NowMs());
+  const uint64_t seq = ++ingest_seq_;
   const double t0 = NowMs(), cpu0 = ThreadCpuMs();
   std::vector<FramePtr> out;
   if (!decoder_->Decode(f.data.data(), f.data.size(), int64_t(rtp_ts), out).ok()) {
     ++decode_errors_;
     m_decode_errors_->Inc();
-    // A WebRTC publisher is asked for a keyframe (RTCP PLI), at most one request a second.
-    const double now = NowMs();
-    if (WhipIngest* w = whip_raw_.load(); w && now - last_publisher_key_ms_.load() > 1000) {
-      last_publisher_key_ms_ = now;
-      w->RequestKeyframe();
-    }
+    AskPublisherForKeyframe();
   }
   const double t1 = NowMs();
   cpu_ms_.fetch_add(ThreadCpuMs() - cpu0);
+  const double arrival = f.arrival_ms > 0 ? f.arrival_ms : t0;
+  // The compressed frame goes along (moved, not copied) when bypass may forward it.
+  std::shared_ptr<const EncodedFrame> input;
+  if (cfg_.bypass_forward && out.size() == 1) input = std::make_shared<const EncodedFrame>(std::move(f));
   for (auto& fr : out) {
     m_decode_->Observe(t1 - t0);
     ++frames_in_;
     m_in_->Inc();
-    if (queue_.Push({std::move(fr), rtp_ts, t1, f.arrival_ms > 0 ? f.arrival_ms : t0})) {
+    if (queue_.Push({std::move(fr), input, seq, rtp_ts, t1, arrival})) {
       ++stale_;  // evicted: the worker fell behind
       m_stale_->Inc();
     }
@@ -256,14 +271,30 @@ void LiveSession::Work() {
 void LiveSession::ProcessOne(Decoded& item) {
   const double start = NowMs();
   m_queue_->Observe(start - item.decoded_ms);
+  // A gap in the input (a frame evicted from the queue or that did not decode): the viewers'
+  // decoders lack a frame that the next forwarded one may refer to.
+  if (item.ingest_seq != last_ingest_seq_ + 1) forwarding_ = false;
+  last_ingest_seq_ = item.ingest_seq;
   if (start - item.decoded_ms > cfg_.budget_ms) {  // it could only leave late: drop before any work
     ++stale_;
     m_stale_->Inc();
+    forwarding_ = false;
     return;
   }
   Frame& f = *item.frame;
   f.index = int64_t(frames_in_.load());  // arrival order drives cadence and result age
-  privacy_->set_mode(mode_.load());
+  const Mode mode = mode_.load();
+  privacy_->set_mode(mode);
+  if (ShouldForward(item, mode)) {
+    // The publisher's own frame: decoded (a switch to another mode needs the picture at once),
+    // not touched, not re-encoded. veil's encoder has missed it.
+    const FrameReport rep = privacy_->Process(f);  // bypass: counts the frame, changes nothing
+    encoder_behind_ = true;
+    ++forwarded_;
+    m_forwarded_->Inc();
+    Emit(item, rep, item.input.get(), 1, true, NowMs());
+    return;
+  }
   const FrameReport rep = privacy_->Process(f);
   if (rep.fail_closed) m_fail_closed_->Inc();
   m_preprocess_->Observe(rep.ms_preprocess);
@@ -271,13 +302,9 @@ void LiveSession::ProcessOne(Decoded& item) {
   m_track_->Observe(rep.ms_track);
   m_mosaic_->Observe(rep.ms_mosaic);
   const double t1 = NowMs();
-  bool resized = false;
-  if (encoder_ && (f.width != out_w_ || f.height != out_h_)) {
-    // The publisher changed resolution (a browser adapting to CPU or bandwidth, an encoder
-    // restart): a new encoder at the new size, whose first frame is a keyframe.
-    encoder_.reset();
-    resized = true;
-  }
+  // The publisher changed resolution (a browser adapting to CPU or bandwidth, an encoder
+  // restart): a new encoder at the new size, whose first frame is a keyframe.
+  if (encoder_ && (f.width != enc_w_ || f.height != enc_h_)) encoder_.reset();
   if (!encoder_) {
     VideoInfo vi;
     vi.width = f.width;
@@ -291,26 +318,62 @@ void LiveSession::ProcessOne(Decoded& item) {
       return;
     }
     encoder_ = std::move(*e);
-    out_w_ = f.width;
-    out_h_ = f.height;
-    if (resized) ++resolution_changes_;  // after the size: the change's event names the new one
+    enc_w_ = f.width;
+    enc_h_ = f.height;
+    encoder_behind_ = false;  // a new encoder starts with a keyframe
   }
   f.pts = item.rtp_ts;
   std::vector<EncodedFrame> packets;
-  const bool key = want_keyframe_.exchange(false);
+  // After forwarded frames the encoder's references are not what the viewers decoded.
+  const bool key = want_keyframe_.exchange(false) || encoder_behind_;
+  encoder_behind_ = false;
   if (Status s = encoder_->Encode(f, key, packets); !s) {
     Fail("encoder: " + s.message());
     return;
   }
   const double t2 = NowMs();
   m_encode_->Observe(t2 - t1);
+  Emit(item, rep, packets.data(), packets.size(), false, t2);
+}
+
+bool LiveSession::ShouldForward(const Decoded& item, Mode mode) {
+  if (mode != Mode::kBypass || !item.input) {
+    forwarding_ = forwarding_now_ = false;
+    return false;
+  }
+  const bool key = item.input->keyframe;
+  if (!forwarding_ && key) {
+    forwarding_ = true;  // the viewers can decode from here
+  } else if (forwarding_ && !key && want_keyframe_.load()) {
+    // A viewer joined or lost frames: veil's encoder makes a keyframe now, and forwarding
+    // resumes at the publisher's next one.
+    forwarding_ = false;
+  }
+  if (forwarding_) {
+    if (key) want_keyframe_ = false;  // this one serves
+  } else {
+    AskPublisherForKeyframe();
+  }
+  forwarding_now_ = forwarding_;
+  return forwarding_;
+}
+
+void LiveSession::Emit(Decoded& item, const FrameReport& rep, const EncodedFrame* frames, size_t n, bool forwarded,
+                       double encoded_ms) {
+  Frame& f = *item.frame;
   {
     MutexLock lk(mu_);
-    arrivals_[arrival_next_] = {item.rtp_ts, item.arrival_ms, t2};
+    arrivals_[arrival_next_] = {item.rtp_ts, item.arrival_ms, encoded_ms};
     arrival_next_ = (arrival_next_ + 1) % 64;
     privacy_counters_ = privacy_->counters();
   }
-  for (const auto& p : packets) sender_->Send(p, uint32_t(p.pts));
+  // A forwarded frame keeps the publisher's timestamp; an encoded one carries it as its pts.
+  for (size_t i = 0; i < n; ++i) sender_->Send(frames[i], forwarded ? item.rtp_ts : uint32_t(frames[i].pts));
+  // The size first: a count that includes a change comes with its new size (stats(), events).
+  const bool resized = out_w_ != 0 && (f.width != out_w_ || f.height != out_h_);
+  out_w_ = f.width;
+  out_h_ = f.height;
+  if (resized) ++resolution_changes_;
   const uint64_t seq = ++frames_out_;
   m_out_->Inc();
   // Keep a reference for snapshots (no copy, no conversion on the frame path);
@@ -382,6 +445,9 @@ LiveSessionStats LiveSession::stats() const {
   s.stale_drops = stale_;
   s.decode_errors = decode_errors_;
   s.resolution_changes = resolution_changes_;  // first: a count that includes a change comes with its size
+  s.frames_forwarded = forwarded_;
+  s.publisher_keyframe_requests = publisher_key_requests_;
+  s.forwarding = forwarding_now_;
   s.width = out_w_;
   s.height = out_h_;
   s.viewers = sender_->viewers();

@@ -44,6 +44,9 @@ struct LiveSessionConfig {
   int jitter_ms = 40;
   std::string ingest_address = "127.0.0.1";
   size_t viewer_queue_frames = 8;
+  // Bypass forwards the publisher's compressed frames (re-packetized: one SSRC, sequence and
+  // timestamp line for the viewers) instead of re-encoding the decoded picture. false: re-encode.
+  bool bypass_forward = true;
   bool audio = true;             // open an Opus RTP port relayed to viewers
   size_t history_points = 300;   // the figures' history: points kept ...
   double history_interval_ms = 1000;  // ... one per interval
@@ -66,7 +69,10 @@ struct StageSummary {
 struct LiveSessionStats {
   uint64_t frames_in = 0, frames_out = 0, stale_drops = 0, decode_errors = 0, viewers = 0, viewer_drops = 0;
   int width = 0, height = 0;         // of the last frame sent (0: none yet)
-  uint64_t resolution_changes = 0;   // the encoder was re-opened at a new size
+  uint64_t resolution_changes = 0;   // the outgoing picture changed size (the encoder re-opened)
+  uint64_t frames_forwarded = 0;     // of frames_out: the publisher's own frames (bypass forwarding)
+  uint64_t publisher_keyframe_requests = 0;  // asked for to resume forwarding (WHIP ingest: RTCP PLI)
+  bool forwarding = false;           // the last frame out was forwarded
   PrivacyCounters privacy;
   RtpReceiverStats rtp;
   UdpRelayStats audio;
@@ -135,6 +141,10 @@ class LiveSession {
  private:
   struct Decoded {
     FramePtr frame;
+    // The publisher's compressed frame it was decoded from, for bypass forwarding (null when one
+    // input gave several pictures, or forwarding is off).
+    std::shared_ptr<const EncodedFrame> input;
+    uint64_t ingest_seq = 0;  // the input's number: a gap means the viewers' decoders lost a frame
     uint32_t rtp_ts = 0;
     double decoded_ms = 0;
     double arrival_ms = 0;
@@ -144,9 +154,15 @@ class LiveSession {
   void DecodeAndQueue(EncodedFrame&& f, uint32_t rtp_ts);
   void Work();                                         // worker thread
   void ProcessOne(Decoded& item);                      // worker thread
+  // Worker thread: whether this frame leaves as the publisher's own (bypass forwarding).
+  bool ShouldForward(const Decoded& item, Mode mode);
+  // Worker thread: sends the frame's compressed form (forwarded: the publisher's) and keeps the picture.
+  void Emit(Decoded& item, const FrameReport& rep, const EncodedFrame* frames, size_t n, bool forwarded,
+            double encoded_ms);
   void OnSent(const RtpFrame& f, double sent_ms);      // viewer threads
   void Fail(const std::string& why);
   void RequestKeyframe(double min_gap_ms);             // any thread: at most one forced keyframe per gap
+  bool AskPublisherForKeyframe();                      // any thread: WHIP ingest only, at most once a second
 
   const std::string id_;
   const LiveSessionConfig cfg_;
@@ -165,7 +181,16 @@ class LiveSession {
   std::unique_ptr<UdpRelay> audio_;
   std::unique_ptr<VideoDecoder> decoder_;     // receiver thread only
   std::unique_ptr<VideoEncoder> encoder_;     // worker thread only (created on the first frame, re-opened at a new size)
-  std::atomic<int> out_w_{0}, out_h_{0};      // the encoder's size
+  std::atomic<int> out_w_{0}, out_h_{0};      // the size of the last frame sent
+  int enc_w_ = 0, enc_h_ = 0;                 // the encoder's size (worker thread)
+  // Bypass forwarding (worker thread): on since a publisher keyframe, off at a lost input frame,
+  // a mode other than bypass, or a keyframe wanted now. While forwarding, veil's encoder sees
+  // nothing: its next frame must be a keyframe.
+  bool forwarding_ = false, encoder_behind_ = false;
+  uint64_t last_ingest_seq_ = 0;
+  std::atomic<uint64_t> ingest_seq_{0};       // receiver thread: every input frame, decoded or not
+  std::atomic<bool> forwarding_now_{false};
+  std::atomic<uint64_t> forwarded_{0}, publisher_key_requests_{0};
   std::atomic<uint64_t> resolution_changes_{0};
   std::unique_ptr<PrivacyStage> privacy_;     // worker thread only
   LatestQueue<Decoded> queue_;
@@ -210,6 +235,7 @@ class LiveSession {
   Histogram *m_queue_ = nullptr, *m_decode_ = nullptr, *m_preprocess_ = nullptr, *m_detect_ = nullptr,
             *m_track_ = nullptr, *m_mosaic_ = nullptr, *m_encode_ = nullptr, *m_send_ = nullptr,
             *m_total_ = nullptr;
+  Counter *m_forwarded_ = nullptr;
   Counter *m_stale_ = nullptr, *m_fail_closed_ = nullptr, *m_in_ = nullptr, *m_out_ = nullptr,
           *m_viewer_drops_ = nullptr, *m_lost_ = nullptr, *m_decode_errors_ = nullptr;
   Gauge *m_fps_in_ = nullptr, *m_fps_out_ = nullptr, *m_jitter_ = nullptr, *m_viewers_ = nullptr;

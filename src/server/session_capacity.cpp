@@ -18,6 +18,7 @@ Status SessionManager::StartCapacity(MetricsRegistry* metrics) {
   CapacityOptions co;
   co.cores = deps_.server.cores > 0 ? deps_.server.cores : UsableCores();
   co.cpu_share = deps_.server.cpu_share;
+  co.bypass_forward = deps_.server.bypass_forward;
   co.fps = deps_.privacy.fps;
   std::map<std::string, double> transcode;
   const double c0 = NowMs();

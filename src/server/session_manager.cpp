@@ -147,6 +147,7 @@ ApiError SessionManager::Create(const CreateSpec& spec, const std::string& calle
   c.jitter_ms = deps_.server.jitter_ms;
   c.ingest_address = deps_.server.rtp_address;
   c.viewer_queue_frames = size_t(deps_.server.viewer_queue);
+  c.bypass_forward = deps_.server.bypass_forward;
   c.audio = spec.audio;
   c.ingest = spec.ingest;
   c.history_interval_ms = deps_.server.history_interval_ms;

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Bypass forwarding against re-encoding (issue 12 item 3), measured in one run:
+#  1. veil load --compare: the same bypass sessions on a server that re-encodes them
+#     (server.bypass_forward = false) and on one that forwards them (the default),
+#     --repeat 3 each, in out/bypass-forward/compare;
+#  2. a ramp of forwarded bypass sessions (every stage) in out/bypass-forward/ramp.
+# Env: SESSIONS (4), STAGES (4,8,12,16), STAGE_SECONDS (20), BUILD_DIR (build).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+export VEIL_ASSETS=${VEIL_ASSETS:-$root/../shared/assets}
+veil=${BUILD_DIR:-build}/bin/veil
+input=${BUILD_DIR:-build}/media/sample_720p30.ivf
+secs=${STAGE_SECONDS:-20}
+out=out/bypass-forward
+mkdir -p "$out"
+printf '[server]\nmax_sessions = "32"\nbypass_forward = false\n' > "$out/reencode.toml"
+printf '[server]\nmax_sessions = "32"\nbypass_forward = true\n' > "$out/forward.toml"
+"$veil" load --compare "$out/reencode.toml" "$out/forward.toml" --repeat 3 -i "$input" \
+  --stages "${SESSIONS:-4}" --stage-seconds "$secs" --mode bypass --out "$out/compare"
+"$veil" serve --listen 127.0.0.1:0 --config "$out/forward.toml" > "$out/server.out" 2> "$out/server.log" &
+server=$!
+trap 'kill $server 2>/dev/null || true' EXIT
+for _ in $(seq 1 100); do
+  url=$(sed -n 's/^veil serve: listening on //p' "$out/server.out")
+  [ -n "${url:-}" ] && break
+  sleep 0.1
+done
+"$veil" load --server "$url" -i "$input" --stages "${STAGES:-4,8,12,16}" --stage-seconds "$secs" \
+  --mode bypass --label forward --all-stages --out "$out/ramp" || true
+kill -TERM $server
+wait $server || true
