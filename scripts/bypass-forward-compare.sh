@@ -4,7 +4,8 @@
 #     (server.bypass_forward = false) and on one that forwards them (the default),
 #     --repeat 3 each, in out/bypass-forward/compare;
 #  2. a ramp of forwarded bypass sessions (every stage) in out/bypass-forward/ramp.
-# Env: SESSIONS (4), STAGES (4,8,12,16), STAGE_SECONDS (20), BUILD_DIR (build).
+# Env: SESSIONS (4), STAGES (4,8,12,16,20,24), STAGE_SECONDS (20), COMPARE (1; 0: the ramp only),
+# BUILD_DIR (build).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -16,7 +17,7 @@ out=out/bypass-forward
 mkdir -p "$out"
 printf '[server]\nmax_sessions = "32"\nbypass_forward = false\n' > "$out/reencode.toml"
 printf '[server]\nmax_sessions = "32"\nbypass_forward = true\n' > "$out/forward.toml"
-"$veil" load --compare "$out/reencode.toml" "$out/forward.toml" --repeat 3 -i "$input" \
+[ "${COMPARE:-1}" = 0 ] || "$veil" load --compare "$out/reencode.toml" "$out/forward.toml" --repeat 3 -i "$input" \
   --stages "${SESSIONS:-4}" --stage-seconds "$secs" --mode bypass --out "$out/compare"
 "$veil" serve --listen 127.0.0.1:0 --config "$out/forward.toml" > "$out/server.out" 2> "$out/server.log" &
 server=$!
@@ -26,7 +27,7 @@ for _ in $(seq 1 100); do
   [ -n "${url:-}" ] && break
   sleep 0.1
 done
-"$veil" load --server "$url" -i "$input" --stages "${STAGES:-4,8,12,16}" --stage-seconds "$secs" \
+"$veil" load --server "$url" -i "$input" --stages "${STAGES:-4,8,12,16,20,24}" --stage-seconds "$secs" \
   --mode bypass --label forward --all-stages --out "$out/ramp" || true
 kill -TERM $server
 wait $server || true

@@ -108,7 +108,7 @@ Result<double> MeasureTranscodeMs(const std::string& codec, const EncoderOptions
 
 double PriorRatio(Mode mode, bool bypass_forward) {
   switch (mode) {
-    case Mode::kBypass: return bypass_forward ? 0.5 : 1.6;
+    case Mode::kBypass: return bypass_forward ? 0.4 : 1.6;
     case Mode::kFullBlur: return 1.8;
     case Mode::kAnonymize: return 2.3;
   }

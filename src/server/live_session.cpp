@@ -151,6 +151,7 @@ Status LiveSession::AddWebViewer(const std::string& key, const Offer& offer, con
   if (audio_) audio_->AddTap(key, [peer](const uint8_t* d, size_t n) { peer->PushAudio(d, n); });
   web_viewers_[key] = {peer, NowMs()};
   want_keyframe_ = true;
+  bridge_wanted_ = true;
   return Status::Ok();
 }
 
@@ -234,20 +235,20 @@ void LiveSession::DecodeAndQueue(EncodedFrame&& f, uint32_t rtp_ts) {
     AskPublisherForKeyframe();
   }
   const double t1 = NowMs();
-  cpu_ms_.fetch_add(ThreadCpuMs() - cpu0);
   const double arrival = f.arrival_ms > 0 ? f.arrival_ms : t0;
-  // The compressed frame goes along (moved, not copied) when bypass may forward it.
-  std::shared_ptr<const EncodedFrame> input;
-  if (cfg_.bypass_forward && out.size() == 1) input = std::make_shared<const EncodedFrame>(std::move(f));
+  if (out.size() != 1) forwarding_ = forwarding_now_ = false;  // nothing the viewers could decode, or no 1:1
   for (auto& fr : out) {
     m_decode_->Observe(t1 - t0);
     ++frames_in_;
     m_in_->Inc();
-    if (queue_.Push({std::move(fr), input, seq, rtp_ts, t1, arrival})) {
+    Decoded item{std::move(fr), seq, rtp_ts, t1, arrival};
+    if (out.size() == 1 && MaybeForward(f, item)) break;
+    if (queue_.Push(std::move(item))) {
       ++stale_;  // evicted: the worker fell behind
       m_stale_->Inc();
     }
   }
+  cpu_ms_.fetch_add(ThreadCpuMs() - cpu0);  // decode, and the send of a forwarded frame
 }
 
 void LiveSession::Work() {
@@ -271,36 +272,25 @@ void LiveSession::Work() {
 void LiveSession::ProcessOne(Decoded& item) {
   const double start = NowMs();
   m_queue_->Observe(start - item.decoded_ms);
-  // A gap in the input (a frame evicted from the queue or that did not decode): the viewers'
-  // decoders lack a frame that the next forwarded one may refer to.
-  if (item.ingest_seq != last_ingest_seq_ + 1) forwarding_ = false;
-  last_ingest_seq_ = item.ingest_seq;
   if (start - item.decoded_ms > cfg_.budget_ms) {  // it could only leave late: drop before any work
     ++stale_;
     m_stale_->Inc();
-    forwarding_ = false;
     return;
   }
   Frame& f = *item.frame;
   f.index = int64_t(frames_in_.load());  // arrival order drives cadence and result age
   const Mode mode = mode_.load();
   privacy_->set_mode(mode);
-  if (ShouldForward(item, mode)) {
-    // The publisher's own frame: decoded (a switch to another mode needs the picture at once),
-    // not touched, not re-encoded. veil's encoder has missed it.
-    const FrameReport rep = privacy_->Process(f);  // bypass: counts the frame, changes nothing
-    encoder_behind_ = true;
-    ++forwarded_;
-    m_forwarded_->Inc();
-    Emit(item, rep, item.input.get(), 1, true, NowMs());
-    return;
-  }
   const FrameReport rep = privacy_->Process(f);
   if (rep.fail_closed) m_fail_closed_->Inc();
   m_preprocess_->Observe(rep.ms_preprocess);
   if (rep.ms_detect > 0) m_detect_->Observe(rep.ms_detect);  // a detection result arrived for this frame
   m_track_->Observe(rep.ms_track);
   m_mosaic_->Observe(rep.ms_mosaic);
+  {
+    MutexLock lk(mu_);
+    privacy_counters_ = privacy_->counters();
+  }
   const double t1 = NowMs();
   // The publisher changed resolution (a browser adapting to CPU or bandwidth, an encoder
   // restart): a new encoder at the new size, whose first frame is a keyframe.
@@ -320,55 +310,63 @@ void LiveSession::ProcessOne(Decoded& item) {
     encoder_ = std::move(*e);
     enc_w_ = f.width;
     enc_h_ = f.height;
-    encoder_behind_ = false;  // a new encoder starts with a keyframe
   }
   f.pts = item.rtp_ts;
   std::vector<EncodedFrame> packets;
   // After forwarded frames the encoder's references are not what the viewers decoded.
-  const bool key = want_keyframe_.exchange(false) || encoder_behind_;
-  encoder_behind_ = false;
+  const uint64_t forwarded = forwarded_.load();
+  const bool key = want_keyframe_.exchange(false) || forwarded != encoded_after_forward_;
+  encoded_after_forward_ = forwarded;
   if (Status s = encoder_->Encode(f, key, packets); !s) {
     Fail("encoder: " + s.message());
     return;
   }
   const double t2 = NowMs();
   m_encode_->Observe(t2 - t1);
-  Emit(item, rep, packets.data(), packets.size(), false, t2);
+  Emit(item, privacy_->mode(), rep.fail_closed, packets.data(), packets.size(), false, t2);
 }
 
-bool LiveSession::ShouldForward(const Decoded& item, Mode mode) {
-  if (mode != Mode::kBypass || !item.input) {
+bool LiveSession::MaybeForward(const EncodedFrame& in, Decoded& item) {
+  if (!cfg_.bypass_forward || mode_.load() != Mode::kBypass) {
     forwarding_ = forwarding_now_ = false;
     return false;
   }
-  const bool key = item.input->keyframe;
-  if (!forwarding_ && key) {
+  if (!forwarding_ && in.keyframe) {
     forwarding_ = true;  // the viewers can decode from here
-  } else if (forwarding_ && !key && want_keyframe_.load()) {
-    // A viewer joined or lost frames: veil's encoder makes a keyframe now, and forwarding
-    // resumes at the publisher's next one.
-    forwarding_ = false;
-  }
-  if (forwarding_) {
-    if (key) want_keyframe_ = false;  // this one serves
-  } else {
-    AskPublisherForKeyframe();
+  } else if (forwarding_ && !in.keyframe && bridge_wanted_.load()) {
+    forwarding_ = false;  // a new viewer: veil's keyframe now, the publisher's own from its next
   }
   forwarding_now_ = forwarding_;
-  return forwarding_;
+  if (!forwarding_) {
+    AskPublisherForKeyframe();
+    return false;
+  }
+  if (in.keyframe) {
+    bridge_wanted_ = false;  // this one serves every viewer
+    want_keyframe_ = false;
+  } else if (want_keyframe_.load()) {
+    AskPublisherForKeyframe();  // a viewer lost frames: it waits for the publisher's next keyframe
+  }
+  if (Emit(item, Mode::kBypass, false, &in, 1, true, NowMs())) {
+    ++forwarded_;
+    m_forwarded_->Inc();
+  }
+  return true;
 }
 
-void LiveSession::Emit(Decoded& item, const FrameReport& rep, const EncodedFrame* frames, size_t n, bool forwarded,
-                       double encoded_ms) {
+bool LiveSession::Emit(Decoded& item, Mode mode, bool fail_closed, const EncodedFrame* frames, size_t n,
+                       bool forwarded, double encoded_ms) {
   Frame& f = *item.frame;
+  MutexLock emit(emit_mu_);
+  if (forwarded) last_forwarded_seq_ = item.ingest_seq;
+  else if (item.ingest_seq < last_forwarded_seq_) return false;  // queued before a forwarded run began
   {
     MutexLock lk(mu_);
     arrivals_[arrival_next_] = {item.rtp_ts, item.arrival_ms, encoded_ms};
     arrival_next_ = (arrival_next_ + 1) % 64;
-    privacy_counters_ = privacy_->counters();
   }
   // A forwarded frame keeps the publisher's timestamp; an encoded one carries it as its pts.
-  for (size_t i = 0; i < n; ++i) sender_->Send(frames[i], forwarded ? item.rtp_ts : uint32_t(frames[i].pts));
+  for (size_t i = 0; i < n; ++i) (void)sender_->Send(frames[i], forwarded ? item.rtp_ts : uint32_t(frames[i].pts));
   // The size first: a count that includes a change comes with its new size (stats(), events).
   const bool resized = out_w_ != 0 && (f.width != out_w_ || f.height != out_h_);
   out_w_ = f.width;
@@ -382,8 +380,9 @@ void LiveSession::Emit(Decoded& item, const FrameReport& rep, const EncodedFrame
   {
     MutexLock lk(out_mu_);
     previous = std::move(last_out_.frame);
-    last_out_ = {std::move(item.frame), seq, privacy_->mode(), rep.fail_closed, NowMs()};
+    last_out_ = {std::move(item.frame), seq, mode, fail_closed, NowMs()};
   }
+  return true;
 }
 
 Result<SessionSnapshot> LiveSession::Snapshot(int max_width) {
@@ -430,6 +429,7 @@ Status LiveSession::AddViewer(const std::string& host, int video_port, int audio
     return s;
   }
   want_keyframe_ = true;
+  bridge_wanted_ = true;
   return Status::Ok();
 }
 

@@ -141,10 +141,7 @@ class LiveSession {
  private:
   struct Decoded {
     FramePtr frame;
-    // The publisher's compressed frame it was decoded from, for bypass forwarding (null when one
-    // input gave several pictures, or forwarding is off).
-    std::shared_ptr<const EncodedFrame> input;
-    uint64_t ingest_seq = 0;  // the input's number: a gap means the viewers' decoders lost a frame
+    uint64_t ingest_seq = 0;  // the input's number (bypass forwarding supersedes older ones)
     uint32_t rtp_ts = 0;
     double decoded_ms = 0;
     double arrival_ms = 0;
@@ -154,10 +151,12 @@ class LiveSession {
   void DecodeAndQueue(EncodedFrame&& f, uint32_t rtp_ts);
   void Work();                                         // worker thread
   void ProcessOne(Decoded& item);                      // worker thread
-  // Worker thread: whether this frame leaves as the publisher's own (bypass forwarding).
-  bool ShouldForward(const Decoded& item, Mode mode);
-  // Worker thread: sends the frame's compressed form (forwarded: the publisher's) and keeps the picture.
-  void Emit(Decoded& item, const FrameReport& rep, const EncodedFrame* frames, size_t n, bool forwarded,
+  // Receiving thread: sends the publisher's own frame in bypass when the viewers can decode it
+  // (bypass forwarding); false: the worker processes the frame.
+  bool MaybeForward(const EncodedFrame& in, Decoded& item);
+  // Sends a frame's compressed form (forwarded: the publisher's) and keeps its picture for
+  // snapshots. Either thread; false: a forwarded frame superseded it (nothing sent).
+  bool Emit(Decoded& item, Mode mode, bool fail_closed, const EncodedFrame* frames, size_t n, bool forwarded,
             double encoded_ms);
   void OnSent(const RtpFrame& f, double sent_ms);      // viewer threads
   void Fail(const std::string& why);
@@ -183,14 +182,22 @@ class LiveSession {
   std::unique_ptr<VideoEncoder> encoder_;     // worker thread only (created on the first frame, re-opened at a new size)
   std::atomic<int> out_w_{0}, out_h_{0};      // the size of the last frame sent
   int enc_w_ = 0, enc_h_ = 0;                 // the encoder's size (worker thread)
-  // Bypass forwarding (worker thread): on since a publisher keyframe, off at a lost input frame,
-  // a mode other than bypass, or a keyframe wanted now. While forwarding, veil's encoder sees
-  // nothing: its next frame must be a keyframe.
-  bool forwarding_ = false, encoder_behind_ = false;
-  uint64_t last_ingest_seq_ = 0;
-  std::atomic<uint64_t> ingest_seq_{0};       // receiver thread: every input frame, decoded or not
+  // Bypass forwarding, decided on the receiving thread: on from a publisher keyframe; off at a
+  // frame that did not decode, a mode other than bypass, or a new viewer (veil's encoder gives
+  // it a keyframe at once, forwarding resumes at the publisher's next). Forwarded frames never
+  // wait in the worker's queue, so none is dropped as stale or evicted: the viewers' reference
+  // chain holds whatever the load. While forwarding, veil's encoder sees nothing: its next frame
+  // is a keyframe (encoded_after_forward_).
+  bool forwarding_ = false;                   // receiving thread
+  std::atomic<bool> bridge_wanted_{false};    // a viewer joined: bridge to the publisher's next keyframe
+  uint64_t encoded_after_forward_ = 0;        // worker thread: forwarded_ at its last encode
+  std::atomic<uint64_t> ingest_seq_{0};       // receiving thread: every input frame, decoded or not
   std::atomic<bool> forwarding_now_{false};
   std::atomic<uint64_t> forwarded_{0}, publisher_key_requests_{0};
+  // Emit() runs on both threads in turn; a worker frame older than the last forwarded one is
+  // dropped (queued before a forwarded run began, it would break the chain the viewers decode).
+  Mutex emit_mu_;
+  uint64_t last_forwarded_seq_ GUARDED_BY(emit_mu_) = 0;
   std::atomic<uint64_t> resolution_changes_{0};
   std::unique_ptr<PrivacyStage> privacy_;     // worker thread only
   LatestQueue<Decoded> queue_;

@@ -34,7 +34,7 @@ TEST(Capacity, CostScalesWithPixelsAndFrameRateFromThePrior) {
   // A session measured below the assumed rate is still counted at it (a publisher may speed up).
   EXPECT_NEAR(m.CostMsPerS(Session(Mode::kAnonymize, 1280, 720, 12)), 690, 1e-9);
   // Bypass forwards (a decode, no encode) unless the node re-encodes it.
-  EXPECT_NEAR(m.CostMsPerS(Session(Mode::kBypass)), 0.5 * 10 * 30, 1e-9);
+  EXPECT_NEAR(m.CostMsPerS(Session(Mode::kBypass)), 0.4 * 10 * 30, 1e-9);
   CapacityOptions reencode = TwoCores();
   reencode.bypass_forward = false;
   EXPECT_NEAR(CapacityModel(reencode, {{"vp8", 10.0}}).CostMsPerS(Session(Mode::kBypass)), 1.6 * 10 * 30, 1e-9);
@@ -50,7 +50,7 @@ TEST(Capacity, LearnsTheRatioFromMeasuredCpuPerFrame) {
   // Early samples average; the other modes and codecs keep their priors.
   m.Learn(Session(Mode::kAnonymize, 1280, 720), 30.0);  // 3.0x
   EXPECT_NEAR(m.Ratio("vp8", Mode::kAnonymize), 2.5, 1e-9);
-  EXPECT_NEAR(m.Ratio("vp8", Mode::kBypass), 0.5, 1e-9);
+  EXPECT_NEAR(m.Ratio("vp8", Mode::kBypass), 0.4, 1e-9);
   EXPECT_NEAR(m.Ratio("h264", Mode::kAnonymize), 2.3, 1e-9);
   // After many samples it follows a changed cost, a tenth of the way per sample.
   for (int i = 0; i < 200; ++i) m.Learn(Session(Mode::kAnonymize, 1280, 720), 15.0);
@@ -67,9 +67,9 @@ TEST(Capacity, LearnsTheRatioFromMeasuredCpuPerFrame) {
 TEST(Capacity, SessionsThatFitAndTheLimit) {
   CapacityModel m(TwoCores(), {{"vp8", 10.0}});
   EXPECT_NEAR(m.BudgetMsPerS(), 1000, 1e-9);
-  // 1000 / 690 -> 1; bypass (forwarded) 1000 / 150 -> 6.
+  // 1000 / 690 -> 1; bypass (forwarded) 1000 / 120 -> 8.
   EXPECT_EQ(m.CapacitySessions("vp8", Mode::kAnonymize), 1);
-  EXPECT_EQ(m.CapacitySessions("vp8", Mode::kBypass), 6);
+  EXPECT_EQ(m.CapacitySessions("vp8", Mode::kBypass), 8);
   // Learned at 8.33 ms/frame (250 ms/s at 30 fps): exactly 4 fit in 1000 ms/s, and they count.
   for (int i = 0; i < 5; ++i) m.Learn(Session(Mode::kAnonymize, 1280, 720), 250.0 / 30);
   EXPECT_EQ(m.CapacitySessions("vp8", Mode::kAnonymize), 4);
