@@ -15,7 +15,7 @@ fi
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 ff() { ffmpeg -nostdin -hide_banner -loglevel error -y "$@"; }
-stamp="$out/.stamp-v8"
+stamp="$out/.stamp-v9"
 if [ -f "$stamp" ]; then exit 0; fi
 
 tos="$video/tears_of_steel_actors_640x360.mp4"
@@ -77,5 +77,9 @@ if [ ! -f "$leakcheck/make_clip.py" ]; then
   exit 1
 fi
 (cd "$leakcheck" && PYTHONDONTWRITEBYTECODE=1 /usr/bin/python3 make_clip.py "$assets/faces" "$out/leakcheck" --photos 4 --seconds-per-photo 3 --seed 1)
+# The same clip at 640x360 from the lossless master (area filter, as veil scales), for tests that
+# run many sessions on a small machine (failover_test): its faces are gt.csv's boxes halved.
+ff -i "$out/leakcheck/master.mkv" -vf "scale=640:360:flags=area" -c:v libvpx -b:v 800k -deadline realtime -cpu-used -8 \
+   -threads 1 -g 60 "$out/leakcheck/input_360p.ivf"
 touch "$stamp"
 echo "make-test-media: wrote $(ls "$out" | wc -l) files to $out"

@@ -24,6 +24,8 @@ namespace veil::test {
 
 using veil::kLeakSsim;  // leakcheck's calibrated threshold
 
+constexpr int kGroundTruthWidth = 1280;  // gt.csv's boxes are in the master's pixels (1280x720)
+
 struct GtFace {
   float x = 0, y = 0, w = 0, h = 0, minside = 0;
   bool clear = false;

@@ -34,9 +34,52 @@ struct SourceFace {
 struct SourceClip {
   ClipPtr clip;
   std::vector<std::vector<SourceFace>> faces;  // per frame
+  std::vector<double> bg_grad;                 // per frame: InCellGradient away from the faces (-1: no background)
   int frames = 0;
   bool ground_truth = false;  // faces from the clip's annotations, judged by leakcheck's criterion
 };
+
+// Mean absolute horizontal luma step inside the cells of a whole-frame
+// mosaic (cell `cell`, aligned at 0), outside `exclude` (the faces and what
+// their masks may cover): near 0 when the frame is one, several grey levels
+// for a picture. `share`: the sampled share of the frame outside `exclude`.
+inline double InCellGradient(const Frame& f, int cell = 40, const std::vector<cv::Rect>& exclude = {},
+                             double* share = nullptr) {
+  double sum = 0;
+  int n = 0, all = 0;
+  std::vector<uint8_t> skip(size_t(f.width));
+  for (int y = 0; y < f.height; y += 7) {
+    std::fill(skip.begin(), skip.end(), 0);
+    for (const cv::Rect& r : exclude)
+      if (y >= r.y && y < r.y + r.height)
+        for (int x = std::max(0, r.x); x < std::min(f.width, r.x + r.width); ++x) skip[size_t(x)] = 1;
+    const uint8_t* row = f.y.data + size_t(y) * f.y.stride;
+    for (int x = 0; x + 1 < f.width; ++x) {
+      if ((x + 1) % cell == 0) continue;
+      ++all;
+      if (skip[size_t(x)] || skip[size_t(x) + 1]) continue;
+      sum += std::abs(int(row[x + 1]) - int(row[x]));
+      ++n;
+    }
+  }
+  if (share) *share = all ? double(n) / all : 0;
+  return n ? sum / n : 0;
+}
+
+// Each face grown 50% per side: what its mask may cover.
+inline std::vector<cv::Rect> GrownFaces(const std::vector<SourceFace>& faces) {
+  std::vector<cv::Rect> out;
+  for (const SourceFace& sf : faces)
+    out.push_back({sf.roi.x - sf.roi.width / 2, sf.roi.y - sf.roi.height / 2, 2 * sf.roi.width, 2 * sf.roi.height});
+  return out;
+}
+
+// InCellGradient away from the faces, or -1 when under 15% of the frame lies outside them.
+inline double BackgroundGradient(const Frame& f, const std::vector<SourceFace>& faces) {
+  double share = 0;
+  const double g = InCellGradient(f, 40, GrownFaces(faces), &share);
+  return share < 0.15 ? -1 : g;
+}
 
 inline SourceClip LoadSourceClip(const std::string& path) {
   {
@@ -65,13 +108,17 @@ inline SourceClip LoadSourceClip(const std::string& path) {
       const Frame& src = **f;
       std::vector<SourceFace> faces;
       if (!truth.empty()) {
+        // gt.csv is in the master's 1280x720 pixels; a smaller rendering of it (input_360p.ivf)
+        // scales the boxes. Faces of min side >= 40 px in the master are judged, whatever the size.
+        const float k = float(src.width) / kGroundTruthWidth;
         if (auto t = truth.find(index); t != truth.end())
           for (const GtFace& g : t->second) {
             if (g.minside < 40) continue;
-            const cv::Rect roi = ClipBox({g.x, g.y, g.w, g.h}, src.width, src.height);
-            if (roi.width < 16) continue;
+            const cv::Rect roi = ClipBox({g.x * k, g.y * k, g.w * k, g.h * k}, src.width, src.height);
+            if (roi.width < 12) continue;
             faces.push_back({roi, LumaOf(src)(roi).clone()});
           }
+        c.bg_grad.push_back(BackgroundGradient(src, faces));
         c.faces.push_back(std::move(faces));
         continue;
       }
@@ -85,6 +132,7 @@ inline SourceClip LoadSourceClip(const std::string& path) {
           if (roi.width < 16) continue;
           faces.push_back({roi, LumaOf(src)(roi).clone()});
         }
+      c.bg_grad.push_back(BackgroundGradient(src, faces));
       c.faces.push_back(std::move(faces));
     }
     c.frames = int(c.faces.size());
@@ -145,24 +193,13 @@ struct FrameCheck {
   int faces = 0, leaked = 0;
   double grad = 0;         // mean |dY/dx| inside 40 px cells: ~0 for a whole-frame mosaic
   bool close_up = false;   // the faces, grown 50% per side, cover half the frame: their masks may too
+  // The same gradient away from the faces (outside each face grown 50% per side), in this frame
+  // and in the source frame it came from: a clip with smooth pictures (the 360p leakcheck clip)
+  // is told from a whole-frame mosaic by the ratio. src_bg_grad < 0: too little background.
+  double bg_grad = 0, src_bg_grad = -1;
+  bool Judgeable() const { return !close_up && src_bg_grad >= 0.1; }  // whether WholeFrameMosaic can tell
+  bool WholeFrameMosaic() const { return bg_grad < 0.3 * src_bg_grad; }
 };
-
-// Mean absolute horizontal luma step inside the cells of a whole-frame
-// mosaic (cell `cell`, aligned at 0): near 0 when the frame is one, several
-// grey levels for a picture.
-inline double InCellGradient(const Frame& f, int cell = 40) {
-  double sum = 0;
-  int n = 0;
-  for (int y = 0; y < f.height; y += 7) {
-    const uint8_t* row = f.y.data + size_t(y) * f.y.stride;
-    for (int x = 0; x + 1 < f.width; ++x) {
-      if ((x + 1) % cell == 0) continue;
-      sum += std::abs(int(row[x + 1]) - int(row[x]));
-      ++n;
-    }
-  }
-  return n ? sum / n : 0;
-}
 
 // A viewer that decodes and checks every frame it receives.
 class Watch {
@@ -209,6 +246,10 @@ class Watch {
     }
     c.grad = InCellGradient(f);
     c.close_up = grown_area >= 0.5 * f.width * f.height;
+    if (size_t(c.index) < src_->bg_grad.size() && src_->bg_grad[size_t(c.index)] >= 0) {
+      c.bg_grad = InCellGradient(f, 40, GrownFaces(faces));
+      c.src_bg_grad = src_->bg_grad[size_t(c.index)];
+    }
     std::lock_guard lk(mu_);
     checks_.push_back(c);
   }
