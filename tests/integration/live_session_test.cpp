@@ -1,6 +1,7 @@
 // A live session on loopback: a paced RTP publisher -> LiveSession (real
 // YuNet through the shared scheduler) -> an RTP viewer; the received frames
-// are decoded and checked against the source frames they came from.
+// are decoded and judged against the ground truth of the leakcheck clip
+// (annotated faces at known positions), never by veil's detector.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -14,7 +15,6 @@
 #include "media/reader.h"
 #include "server/live_session.h"
 #include "test_util.h"
-#include "vision/preprocess.h"
 
 namespace veil {
 namespace {
@@ -24,9 +24,11 @@ struct Source {
   std::vector<EncodedFrame> packets;
 };
 
+// The leakcheck clip's first `n` frames (annotated faces at known positions), as a publisher
+// encodes them.
 Source LoadSource(int n) {
   Source s;
-  auto r = MediaReader::Open(test::Media("sample_720p30.ivf"));
+  auto r = MediaReader::Open(test::Media("leakcheck/input.ivf"));
   EXPECT_TRUE(r.ok());
   auto enc = VideoEncoder::Open("vp8", (*r)->info(), {});
   EXPECT_TRUE(enc.ok());
@@ -82,34 +84,29 @@ void Publish(RtpSender& tx, const Source& s, int from, int to) {
   }
 }
 
-// Faces YuNet finds in the source frames that still carry their detail in the received frames.
-std::pair<int, int> CountFacesKept(Detector& det, const Source& s, Viewer& v, int from, int to) {
-  int faces = 0, kept = 0;
-  cv::Mat bgr;
+// The annotated faces (ground truth, >= 40 px) of the received frames of source frames
+// [from, to), judged by leakcheck's criterion: {judged, visible}. No detector.
+std::pair<int, int> CountFacesVisible(const test::GroundTruthClip& clip, Viewer& v, int from, int to) {
+  int judged = 0, visible = 0;
   std::lock_guard lk(v.mu);
   for (const auto& [ts, out] : v.frames) {
     const int i = int(ts / 3000);
-    if (i < from || i >= to || i % 3) continue;
-    const Frame& src = *s.frames[i];
-    const cv::Size small = FitSize(src.width, src.height, {640, 360});
-    DownscaleToBgr(src, small, bgr);
-    auto res = det.Detect({bgr}, 0.5f);
-    if (!res.ok()) continue;
-    for (const auto& d : res->front()) {
-      const Box b = d.box.Scaled(float(src.width) / small.width, float(src.height) / small.height);
-      ++faces;
-      const double corr = test::DetailCorrelation(src, *out, b);
-      if (corr >= test::kLeakCorrelation && std::getenv("VEIL_TEST_VERBOSE"))
-        std::fprintf(stderr, "frame %d face %.0f,%.0f %.0fx%.0f kept detail %.2f\n", i, b.x, b.y, b.w, b.h, corr);
-      kept += corr >= test::kLeakCorrelation;
-    }
+    if (i < from || i >= to) continue;
+    const test::FaceVerdict verdict = test::JudgeFrame(clip, i, test::LumaOf(*out));
+    judged += verdict.judged;
+    visible += verdict.visible;
+    if (verdict.visible && std::getenv("VEIL_TEST_VERBOSE"))
+      std::fprintf(stderr, "frame %d: %d of %d faces visible (max SSIM %.3f)\n", i, verdict.visible, verdict.judged,
+                   verdict.max_ssim);
   }
-  return {faces, kept};
+  return {judged, visible};
 }
 
 TEST(LiveSession, PixelatesFacesAtFullRateAndSwitchesModes) {
   const Source src = LoadSource(240);
   ASSERT_EQ(src.packets.size(), 240u);
+  const test::GroundTruthClip clip = test::LoadGroundTruthClip(test::Media("leakcheck"), 240);
+  ASSERT_TRUE(clip.ok()) << "the leakcheck clip is missing: run scripts/make-test-media.sh";
   MetricsRegistry metrics;
   auto sched = InferenceScheduler::Create({}, [] { return LoadDetector({}); }, &metrics, "local");
   ASSERT_TRUE(sched.ok()) << sched.error();
@@ -146,15 +143,16 @@ TEST(LiveSession, PixelatesFacesAtFullRateAndSwitchesModes) {
   EXPECT_GE(received, 216u) << "received rate more than 10% below the sent rate";
 #endif
 
-  auto det = LoadDetector({});
-  ASSERT_TRUE(det.ok());
-  auto [faces_a, kept_a] = CountFacesKept(**det, src, viewer, 15, 150);  // after the first detections
-  EXPECT_GT(faces_a, 20);
-  EXPECT_EQ(kept_a, 0) << "faces left unpixelated in anonymize mode";
-  auto [faces_b, kept_b] = CountFacesKept(**det, src, viewer, 165, 195);
-  EXPECT_GT(kept_b, 0) << "bypass should leave faces untouched";
-  auto [faces_f, kept_f] = CountFacesKept(**det, src, viewer, 210, 240);
-  EXPECT_GT(faces_f, 0);
+  auto [faces_a, kept_a] = CountFacesVisible(clip, viewer, 0, 150);
+  auto [faces_b, kept_b] = CountFacesVisible(clip, viewer, 165, 195);
+  auto [faces_f, kept_f] = CountFacesVisible(clip, viewer, 210, 240);
+  std::printf("ground truth: anonymize %d of %d faces visible, bypass %d of %d, full_blur %d of %d\n", kept_a,
+              faces_a, kept_b, faces_b, kept_f, faces_f);
+  EXPECT_GT(faces_a, 100);
+  // The engine's bound (the detection cadence, as the other live tests allow: <= 2% of faces).
+  EXPECT_LE(kept_a, faces_a / 50) << "faces left visible in anonymize mode";
+  EXPECT_GE(kept_b, faces_b * 9 / 10) << "bypass should leave faces untouched (the judge must see them)";
+  EXPECT_GT(faces_f, 20);
   EXPECT_EQ(kept_f, 0) << "full_blur left a face visible";
   const std::string m = metrics.ExportText();
   EXPECT_NE(m.find("veil_session_processing_seconds_bucket{session=\"s1\""), std::string::npos);
@@ -163,6 +161,8 @@ TEST(LiveSession, PixelatesFacesAtFullRateAndSwitchesModes) {
 
 TEST(LiveSession, StalledDetectionFailsClosedNeverLeaks) {
   const Source src = LoadSource(90);
+  const test::GroundTruthClip clip = test::LoadGroundTruthClip(test::Media("leakcheck"), 90);
+  ASSERT_TRUE(clip.ok()) << "the leakcheck clip is missing: run scripts/make-test-media.sh";
   MetricsRegistry metrics;
   // A detector that answers once, then hangs: the AI path is dead mid-stream.
   struct Hanging : Detector {
@@ -189,10 +189,10 @@ TEST(LiveSession, StalledDetectionFailsClosedNeverLeaks) {
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   const LiveSessionStats st = (*session)->stats();
   EXPECT_GT(st.privacy.fail_closed, 40) << "frames after the stall must be whole-frame mosaics";
-  auto det = LoadDetector({});
-  auto [faces, kept] = CountFacesKept(**det, src, viewer, 0, 90);
-  EXPECT_GT(faces, 10);
-  EXPECT_EQ(kept, 0) << "a face left unpixelated while the AI path was stalled";
+  auto [faces, kept] = CountFacesVisible(clip, viewer, 0, 90);
+  std::printf("stalled detector: %d of %d faces visible, fail-closed %lld\n", kept, faces, (long long)st.privacy.fail_closed);
+  EXPECT_GT(faces, 100);
+  EXPECT_EQ(kept, 0) << "a face left visible while the AI path was stalled";
   (*sched)->Shutdown();
 }
 
