@@ -41,6 +41,7 @@ json ToJson(const NodeRecord& r) {
           {"sessions", r.state.sessions},
           {"capacity", r.state.capacity},
           {"free_sessions", r.state.free_sessions},
+          {"free_by_kind", r.state.free_by_kind},
           {"headroom", r.state.headroom},
           {"draining", r.state.draining},
           {"ready", r.state.ready},
@@ -59,6 +60,7 @@ std::optional<NodeRecord> FromJson(const std::string& text) {
     r.state.sessions = j.value("sessions", 0);
     r.state.capacity = j.value("capacity", 0);
     r.state.free_sessions = j.value("free_sessions", 0);
+    r.state.free_by_kind = j.value("free_by_kind", std::map<std::string, int>{});
     r.state.headroom = j.value("headroom", 0.0);
     r.state.draining = j.value("draining", false);
     r.state.ready = j.value("ready", false);
@@ -222,7 +224,7 @@ std::vector<NodeRecord> ClusterRegistry::Nodes() {
   return out;
 }
 
-ClusterRegistry::Placement ClusterRegistry::PlaceNew() {
+ClusterRegistry::Placement ClusterRegistry::PlaceNew(const std::string& kind) {
   Placement p;
   if (degraded_) {
     p.why = "cluster degraded";
@@ -251,7 +253,8 @@ ClusterRegistry::Placement ClusterRegistry::PlaceNew() {
   }
   struct Candidate {
     const NodeRecord* node;
-    int free;
+    int slots;  // of the kind asked for
+    int free;   // after reservations
   };
   std::vector<Candidate> c;
   for (size_t i = 0; i < nodes.size(); ++i) {
@@ -260,7 +263,9 @@ ClusterRegistry::Placement ClusterRegistry::PlaceNew() {
     int reserved = 0;
     if (i < res->elements.size() && res->elements[i].type == RedisReply::Type::kString)
       reserved = std::atoi(res->elements[i].str.c_str());
-    c.push_back({&n, n.state.free_sessions - reserved});
+    auto k = n.state.free_by_kind.find(kind);
+    const int free = k != n.state.free_by_kind.end() ? k->second : n.state.free_sessions;
+    c.push_back({&n, free, free - reserved});
   }
   std::sort(c.begin(), c.end(), [&](const Candidate& a, const Candidate& b) {
     if (a.free != b.free) return a.free > b.free;
@@ -271,7 +276,7 @@ ClusterRegistry::Placement ClusterRegistry::PlaceNew() {
   for (const Candidate& k : c) {
     if (k.free <= 0) break;
     auto r = redis_.Command({"EVAL", kReserve, "1", ReserveKey(k.node->id),
-                             std::to_string(k.node->state.free_sessions), std::to_string(int64_t(s_.ttl_ms))});
+                             std::to_string(k.slots), std::to_string(int64_t(s_.ttl_ms))});
     if (!r) {
       MarkDegraded(r.error());
       p.why = "cluster degraded";
@@ -280,7 +285,8 @@ ClusterRegistry::Placement ClusterRegistry::PlaceNew() {
     if (r->integer <= 0) continue;  // taken by a concurrent placement: the next best
     p.local = k.node->id == s_.node_id;
     p.node = *k.node;
-    p.why = "most free sessions (" + std::to_string(k.free) + ") on " + k.node->id;
+    p.why = "most free " + (kind.empty() ? std::string("default") : kind) + " sessions (" + std::to_string(k.free) +
+            ") on " + k.node->id;
     if (!p.local) m_redirects_->Inc();
     return p;
   }

@@ -17,6 +17,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -44,6 +45,9 @@ struct NodeState {
   int sessions = 0;
   int capacity = 0;        // default sessions an empty node carries
   int free_sessions = 0;   // default sessions that still fit
+  // Sessions of each kind ("codec/mode", e.g. "vp8/bypass") that still fit: a forwarded bypass
+  // session costs a sixth of an anonymized one, so placement counts in the kind asked for.
+  std::map<std::string, int> free_by_kind;
   double headroom = 0;     // 0..1
   bool draining = false;
   bool ready = true;       // /readyz (draining or no AI target: false)
@@ -68,10 +72,11 @@ class ClusterRegistry {
     NodeRecord node;     // else: redirect to this node
     std::string why;     // for the log
   };
-  // Where a new session goes: the ready, non-draining node with the most free
-  // sessions after reservations (ties: this node, then the lowest id), with a
-  // slot reserved there atomically. Degraded or no room anywhere: here.
-  Placement PlaceNew();
+  // Where a new session of `kind` ("codec/mode"; "" or unknown: the default kind) goes: the
+  // ready, non-draining node with the most free sessions of that kind after reservations
+  // (ties: this node, then the lowest id), with a slot reserved there atomically. Degraded or
+  // no room anywhere: here.
+  Placement PlaceNew(const std::string& kind = "");
   // The node holding `session` when it is another live node.
   std::optional<NodeRecord> RemoteHolder(const std::string& session);
   // Every live node's record (this node's as last published).

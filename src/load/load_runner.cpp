@@ -36,6 +36,8 @@ double Percentile(std::vector<double> v, double q) {
 // One session of the stage: publisher, viewer, and the send/receive log.
 struct LoadSession {
   std::string id;
+  std::unique_ptr<ApiClient> api;  // bound to the node that holds the session (after any 307)
+  std::string node;                // that node's URL
   std::unique_ptr<RtpPublisher> pub;
   std::unique_ptr<RtpViewer> viewer;
   std::mutex mu;
@@ -115,7 +117,18 @@ json StageResult::ToJson() const {
             {"session_fps", session_fps}};
   for (const auto& [k, v] : stage_mean_ms) j["stage_mean_ms"][k] = v;
   for (const auto& [k, v] : stage_p99_ms) j["stage_p99_ms"][k] = v;
+  j["nodes"] = json::object();
+  for (const auto& [url, n] : nodes) j["nodes"][url] = n.ToJson();
   return j;
+}
+
+json NodeFigures::ToJson() const {
+  return {{"sessions", sessions},
+          {"received_fps_mean", fps_mean},
+          {"received_fps_worst", fps_worst},
+          {"processing_ms", {{"mean", proc_mean_ms}, {"p99", proc_p99_ms}}},
+          {"server_cpu_pct", server_cpu_pct},
+          {"passed", passed}};
 }
 
 json LoadRun::ToJson() const {
@@ -132,10 +145,24 @@ Result<LoadRun> RunLoad(const LoadOptions& o, const std::function<void(const std
   auto api_r = ApiClient::Create(o.server, o.token);
   if (!api_r) return api_r.status();
   ApiClient& api = **api_r;
-  auto text_metrics = [&]() -> Result<std::vector<PromSample>> {
-    auto r = api.CallText("GET", "/metrics");
-    if (!r) return r.status();
-    return ParsePromText(*r);
+  // Every node's /metrics: the entry node's and those of the nodes holding a session.
+  using NodeMetrics = std::map<std::string, std::vector<PromSample>>;
+  auto node_metrics = [&](const std::set<std::string>& urls) -> Result<NodeMetrics> {
+    NodeMetrics out;
+    for (const std::string& url : urls) {
+      ApiClient* c = &api;
+      std::unique_ptr<ApiClient> other;
+      if (url != api.url()) {
+        auto o2 = ApiClient::Create(url, o.token);
+        if (!o2) return o2.status();
+        other = std::move(*o2);
+        c = other.get();
+      }
+      auto r = c->CallText("GET", "/metrics");
+      if (!r) return Status::Error(url + ": " + r.error());
+      out[url] = ParsePromText(*r);
+    }
+    return out;
   };
   // Refuse a server that has sessions we did not create (production) unless --force.
   auto foreign = [&](const std::set<std::string>& ours) -> Result<std::vector<std::string>> {
@@ -177,7 +204,7 @@ Result<LoadRun> RunLoad(const LoadOptions& o, const std::function<void(const std
     auto cleanup = [&] {
       for (auto& s : sessions) {
         if (s->pub) s->pub->Stop();
-        api.Call("DELETE", "/v1/sessions/" + s->id);
+        if (s->api) s->api->Call("DELETE", "/v1/sessions/" + s->id);
       }
       sessions.clear();
     };
@@ -188,7 +215,15 @@ Result<LoadRun> RunLoad(const LoadOptions& o, const std::function<void(const std
       s->id = prefix + std::to_string(si) + "-" + std::to_string(i);
       json req = {{"id", s->id}, {"codec", (*clip)->info.video_codec}, {"audio", false}};
       if (!o.mode.empty()) req["mode"] = o.mode;
-      auto r = api.Call("POST", "/v1/sessions", req);
+      // Each session through the entry URL on its own client: a cluster's 307 binds that client
+      // to the node that takes the session (its viewer and DELETE go there); `api` stays on the entry.
+      auto sc = ApiClient::Create(o.server, o.token);
+      if (!sc) {
+        failure = sc.error();
+        break;
+      }
+      s->api = std::move(*sc);
+      auto r = s->api->Call("POST", "/v1/sessions", req);
       if (!r) {
         failure = r.error();
         break;
@@ -198,6 +233,7 @@ Result<LoadRun> RunLoad(const LoadOptions& o, const std::function<void(const std
         break;
       }
       ours.insert(s->id);
+      s->node = s->api->url();
       LoadSession* raw = s.get();
       sessions.push_back(std::move(s));
       ViewerConfig vc;
@@ -209,7 +245,7 @@ Result<LoadRun> RunLoad(const LoadOptions& o, const std::function<void(const std
         break;
       }
       raw->viewer = std::move(*v);
-      auto vr = api.Call("POST", "/v1/sessions/" + raw->id + "/viewers",
+      auto vr = raw->api->Call("POST", "/v1/sessions/" + raw->id + "/viewers",
                          {{"host", "127.0.0.1"}, {"video_port", raw->viewer->video_port()}});
       if (!vr || vr->status != 201) {
         failure = "cannot add a viewer: " + (vr ? vr->error() : vr.error());
@@ -252,7 +288,9 @@ Result<LoadRun> RunLoad(const LoadOptions& o, const std::function<void(const std
       s->window_from = t_warm;
       s->window_to = t_end;
     }
-    std::vector<PromSample> m0;
+    std::set<std::string> node_urls = {api.url()};
+    for (const auto& s : sessions) node_urls.insert(s->node);
+    NodeMetrics m0;
     std::vector<ViewerCounters> v0;
     double tool_cpu0 = 0, wall0 = 0;
     bool measured = false;
@@ -264,7 +302,7 @@ Result<LoadRun> RunLoad(const LoadOptions& o, const std::function<void(const std
         break;
       }
       if (!measured && NowMs() >= t_warm) {
-        auto m = text_metrics();
+        auto m = node_metrics(node_urls);
         if (!m) {
           run.stopped = m.error();
           break;
@@ -298,7 +336,7 @@ Result<LoadRun> RunLoad(const LoadOptions& o, const std::function<void(const std
       run.stages.push_back(res);
       break;
     }
-    auto m1r = text_metrics();
+    auto m1r = node_metrics(node_urls);
     const double wall1 = NowMs(), tool_cpu1 = ProcessCpuMs();
     std::vector<ViewerCounters> v1;
     for (auto& s : sessions) v1.push_back(s->viewer->counters());
@@ -309,25 +347,54 @@ Result<LoadRun> RunLoad(const LoadOptions& o, const std::function<void(const std
       cleanup();
       return m1r.status();
     }
-    const std::vector<PromSample>& m1 = *m1r;
+    const NodeMetrics& m1 = *m1r;
     const double window_s = (wall1 - wall0) / 1000.0;
     res.window_s = window_s;
-    // Client side: FPS and end-to-end latency.
+    constexpr double kMs = 1000;  // the server exports seconds; the tables are in ms
+    // Client side: FPS and end-to-end latency; server side: deltas of our sessions' series over
+    // the window, each from its node's /metrics.
     std::vector<double> lat;
     double fps_sum = 0, sent_sum = 0, lost = 0, pk = 0;
+    HistSnapshot proc;
+    std::map<std::string, HistSnapshot> stage, node_proc;
+    double in = 0, sent = 0, stale = 0, fc = 0, ingest_lost = 0;
     res.fps_worst = 1e9;
     for (size_t i = 0; i < sessions.size(); ++i) {
       LoadSession& s = *sessions[i];
-      std::lock_guard lk(s.mu);
-      const double win = (t_end - t_warm) / 1000.0;
-      const double fps = s.received / win;
-      res.session_fps.push_back(fps);
-      fps_sum += fps;
-      sent_sum += s.sent_in_window / win;
-      res.fps_worst = std::min(res.fps_worst, fps);
-      lat.insert(lat.end(), s.latencies.begin(), s.latencies.end());
+      const std::vector<PromSample>& a = m0.at(s.node);
+      const std::vector<PromSample>& b = m1.at(s.node);
+      {
+        std::lock_guard lk(s.mu);
+        const double win = (t_end - t_warm) / 1000.0;
+        const double fps = s.received / win;
+        res.session_fps.push_back(fps);
+        fps_sum += fps;
+        sent_sum += s.sent_in_window / win;
+        res.fps_worst = std::min(res.fps_worst, fps);
+        lat.insert(lat.end(), s.latencies.begin(), s.latencies.end());
+        NodeFigures& nf = res.nodes[s.node];
+        nf.fps_worst = nf.sessions == 0 ? fps : std::min(nf.fps_worst, fps);
+        nf.fps_mean += fps;  // a sum until divided below
+        ++nf.sessions;
+      }
       lost += double(v1[i].rtp.lost - v0[i].rtp.lost);
       pk += double(v1[i].rtp.packets - v0[i].rtp.packets);
+      const std::map<std::string, std::string> l = {{"session", s.id}};
+      const HistSnapshot p =
+          Delta(SumHistogram(b, "veil_session_processing_seconds", l, kMs), SumHistogram(a, "veil_session_processing_seconds", l, kMs));
+      proc = Merge(proc, p);
+      node_proc[s.node] = Merge(node_proc[s.node], p);
+      for (const char* st : kStages) {
+        const std::map<std::string, std::string> ls = {{"session", s.id}, {"stage", st}};
+        stage[st] = Merge(stage[st], Delta(SumHistogram(b, "veil_session_stage_seconds", ls, kMs),
+                                           SumHistogram(a, "veil_session_stage_seconds", ls, kMs)));
+      }
+      auto d = [&](const char* name) { return SumValue(b, name, l) - SumValue(a, name, l); };
+      in += d("veil_session_frames_received_total");
+      sent += d("veil_session_frames_sent_total");
+      stale += d("veil_session_stale_drops_total");
+      fc += d("veil_session_fail_closed_frames_total");
+      ingest_lost += d("veil_session_rtp_lost_packets_total");
     }
     res.fps_mean = fps_sum / double(sessions.size());
     res.sent_fps_mean = sent_sum / double(sessions.size());
@@ -335,27 +402,6 @@ Result<LoadRun> RunLoad(const LoadOptions& o, const std::function<void(const std
     res.e2e_p99_ms = Percentile(lat, 0.99);
     res.e2e_max_ms = lat.empty() ? 0 : *std::max_element(lat.begin(), lat.end());
     res.viewer_loss_pct = pk + lost > 0 ? 100.0 * lost / (pk + lost) : 0;
-    // Server side: deltas of our sessions' series over the window.
-    HistSnapshot proc;
-    std::map<std::string, HistSnapshot> stage;
-    double in = 0, sent = 0, stale = 0, fc = 0, ingest_lost = 0;
-    for (const auto& id : ours) {
-      const std::map<std::string, std::string> l = {{"session", id}};
-      constexpr double kMs = 1000;  // the server exports seconds; the tables are in ms
-      proc = Merge(proc, Delta(SumHistogram(m1, "veil_session_processing_seconds", l, kMs),
-                               SumHistogram(m0, "veil_session_processing_seconds", l, kMs)));
-      for (const char* st : kStages) {
-        const std::map<std::string, std::string> ls = {{"session", id}, {"stage", st}};
-        stage[st] = Merge(stage[st], Delta(SumHistogram(m1, "veil_session_stage_seconds", ls, kMs),
-                                           SumHistogram(m0, "veil_session_stage_seconds", ls, kMs)));
-      }
-      auto d = [&](const char* name) { return SumValue(m1, name, l) - SumValue(m0, name, l); };
-      in += d("veil_session_frames_received_total");
-      sent += d("veil_session_frames_sent_total");
-      stale += d("veil_session_stale_drops_total");
-      fc += d("veil_session_fail_closed_frames_total");
-      ingest_lost += d("veil_session_rtp_lost_packets_total");
-    }
     res.proc_mean_ms = proc.mean();
     res.proc_p99_ms = proc.Quantile(0.99);
     // Per frame sent: a stage that runs on some frames only (detect; encode when bypass
@@ -368,9 +414,22 @@ Result<LoadRun> RunLoad(const LoadOptions& o, const std::function<void(const std
     res.stale_pct = in > 0 ? 100.0 * stale / in : 0;
     res.fail_closed = fc;
     res.ingest_loss_pct = pk > 0 ? 100.0 * ingest_lost / (pk + ingest_lost) : 0;
-    res.server_cpu_pct = 100.0 * (SumValue(m1, "veil_process_cpu_seconds_total") - SumValue(m0, "veil_process_cpu_seconds_total")) / window_s;
+    double out_frames = 0;
+    for (const std::string& url : node_urls) {
+      const double cpu = 100.0 * (SumValue(m1.at(url), "veil_process_cpu_seconds_total") -
+                                  SumValue(m0.at(url), "veil_process_cpu_seconds_total")) / window_s;
+      res.server_cpu_pct += cpu;
+      out_frames += SumValue(m1.at(url), "veil_session_frames_sent_total") - SumValue(m0.at(url), "veil_session_frames_sent_total");
+      auto it = res.nodes.find(url);
+      if (it == res.nodes.end()) continue;  // the entry node took no session
+      NodeFigures& nf = it->second;
+      nf.server_cpu_pct = cpu;
+      nf.fps_mean /= std::max(1, nf.sessions);
+      nf.proc_mean_ms = node_proc[url].mean();
+      nf.proc_p99_ms = node_proc[url].Quantile(0.99);
+      nf.passed = nf.fps_worst > o.pass_fps && nf.proc_p99_ms < o.pass_p99_ms;
+    }
     res.tool_cpu_pct = 100.0 * (tool_cpu1 - tool_cpu0) / (wall1 - wall0);
-    const double out_frames = SumValue(m1, "veil_session_frames_sent_total") - SumValue(m0, "veil_session_frames_sent_total");
     res.server_cpu_ms_per_frame = out_frames > 0 ? res.server_cpu_pct * 10.0 * window_s / out_frames : 0;
     if (page1.rounds > 0) {
       const double shots = double(page1.snapshots - page0.snapshots);

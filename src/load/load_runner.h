@@ -1,4 +1,5 @@
-// veil load: drives a running `veil serve` with N live sessions per stage
+// veil load: drives a running `veil serve` (or a cluster through one entry URL: sessions
+// follow the 307 to the node that takes them, figures per node and in total) with N live sessions per stage
 // (paced RTP from a file, looping, keyframes staggered across sessions, one
 // recording-free viewer each) and measures what the field report measured by
 // hand: received FPS, end-to-end latency (frames matched by RTP timestamp,
@@ -30,6 +31,15 @@ struct LoadOptions {
 Status Validate(const LoadOptions& o);
 Result<std::vector<int>> ParseStages(const std::string& text);
 
+// One node's share of a stage: sessions through an entry URL land where the cluster places them
+// (HTTP 307), and each node's /metrics gives its own figures.
+struct NodeFigures {
+  int sessions = 0;
+  double fps_mean = 0, fps_worst = 0, proc_mean_ms = 0, proc_p99_ms = 0, server_cpu_pct = 0;
+  bool passed = false;
+  nlohmann::json ToJson() const;
+};
+
 struct StageResult {
   int sessions = 0;
   bool passed = false;
@@ -45,6 +55,7 @@ struct StageResult {
   double page_snapshots_per_s = 0, page_snapshot_ms = 0, page_failures = 0;
   std::map<std::string, double> stage_mean_ms, stage_p99_ms;  // server stages, per frame
   std::vector<double> session_fps;
+  std::map<std::string, NodeFigures> nodes;  // by node URL; server_cpu_pct above is their sum
   nlohmann::json ToJson() const;
 };
 

@@ -47,6 +47,18 @@ std::string MarkdownTable(const std::vector<LoadRun>& runs) {
                        s.stale_pct, s.fail_closed, s.viewer_loss_pct, s.server_cpu_pct, s.tool_cpu_pct, dom,
                        s.passed ? "yes" : "no: " + s.verdict);
     }
+  // Through a cluster's entry URL: where the sessions landed and how each node did.
+  bool spread = false;
+  for (const LoadRun& r : runs)
+    for (const StageResult& s : r.stages) spread = spread || s.nodes.size() > 1;
+  if (!spread) return o;
+  o += "\n| config | sessions | node | its sessions | recv FPS (mean / worst) | processing p99 | node CPU | pass |\n"
+       "|---|---|---|---|---|---|---|---|\n";
+  for (const LoadRun& r : runs)
+    for (const StageResult& s : r.stages)
+      for (const auto& [url, n] : s.nodes)
+        o += fmt::format("| {} | {} | {} | {} | {:.2f} / {:.2f} | {:.2f} ms | {:.0f}% | {} |\n", Label(r), s.sessions, url,
+                         n.sessions, n.fps_mean, n.fps_worst, n.proc_p99_ms, n.server_cpu_pct, n.passed ? "yes" : "no");
   return o;
 }
 

@@ -12,6 +12,7 @@ bool HttpApi::RedirectToNode(const http::Request& req, http::Response& res) {
   if (!cluster) return false;
   // The session a request is about, and whether it may create it.
   std::string id;
+  std::string kind;  // "codec/mode" of a new session, when the request says
   bool creates = false;
   auto segment = [&](const std::string& prefix) {
     if (req.path.rfind(prefix, 0) != 0) return false;
@@ -25,6 +26,13 @@ bool HttpApi::RedirectToNode(const http::Request& req, http::Response& res) {
     // second node under the same id.
     const auto body = nlohmann::json::parse(req.body, nullptr, false);
     if (body.is_object() && body.contains("id") && body["id"].is_string()) id = body["id"].get<std::string>();
+    // Placed by what this kind of session costs (malformed fields: the node that takes it answers 400).
+    if (body.is_object()) {
+      const std::string codec = body.contains("codec") && body["codec"].is_string() ? body["codec"].get<std::string>() : "vp8";
+      std::string mode = ModeName(sessions_->deps().privacy.mode);
+      if (body.contains("mode") && body["mode"].is_string()) mode = body["mode"].get<std::string>();
+      kind = codec + "/" + mode;
+    }
   } else if (req.method == "POST" && segment("/whip/")) {
     if (req.path.find('/', 6) != std::string::npos) return false;  // not an offer
     creates = true;
@@ -52,7 +60,7 @@ bool HttpApi::RedirectToNode(const http::Request& req, http::Response& res) {
     }
   // A new session, unless another node already placed it here.
   if (!creates || req.HasParam("placed")) return false;
-  const ClusterRegistry::Placement p = cluster->PlaceNew();
+  const ClusterRegistry::Placement p = cluster->PlaceNew(kind);
   if (p.local) return false;
   redirect(p.node, "placed=" + p.node.id);
   return true;

@@ -141,13 +141,16 @@ void SessionManager::LearnCosts(double process_cpu_ms) {
     if (s.steady && s.frames >= 10) capacity_->Learn(s.e->load, s.cpu_ms * share / double(s.frames));
 }
 
-int SessionManager::FreeSessions() const {
+int SessionManager::FreeSessions() const { return FreeSessions("vp8", deps_.privacy.mode); }
+
+int SessionManager::FreeSessions(const std::string& codec, Mode mode) const {
   MutexLock lk(mu_);
   if (drain_ || draining_) return 0;
   const int n = int(sessions_.size());
   if (deps_.server.max_sessions > 0) return std::max(0, deps_.server.max_sessions - n);
   SessionLoad want;
-  want.mode = deps_.privacy.mode;
+  want.codec = codec;
+  want.mode = mode;
   const double cost = capacity_->CostMsPerS(want);
   if (n == 0) return std::max(1, int(std::floor(capacity_->BudgetMsPerS() / cost + 1e-9)));
   return std::max(0, int(std::floor((capacity_->BudgetMsPerS() - LoadMsPerS()) / cost + 1e-6)));

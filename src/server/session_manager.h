@@ -143,6 +143,8 @@ class SessionManager {
   bool Idle();
   // Default sessions (vp8 720p30, the default mode) that still fit: the cluster's placement.
   int FreeSessions() const;
+  // The same for sessions of this codec and mode (the cluster places each kind by its own cost).
+  int FreeSessions(const std::string& codec, Mode mode) const;
   std::vector<std::string> SessionIds() const;
   // Called (on the thread that made the change, no lock held) after a session started or ended.
   void SetChangeHook(std::function<void()> hook);
