@@ -90,7 +90,7 @@ void RegisterPublish(CLI::App& app, int* rc) {
       else if (r->status != (o->attach ? 200 : 201))
         why = std::string(o->attach ? "cannot find" : "cannot create") + " the session: " + r->error();
       if (!why.empty()) {
-        if (!o->retry || attempt == 1 && r && r->status < 500) return Fail(rc, 3, why);
+        if (!o->retry || (attempt == 1 && r && r->status < 500)) return Fail(rc, 3, why);
         if (StopRequested()) return;
         std::fprintf(stderr, "veil publish: %s; again in %.2f s\n", why.c_str(), backoff_ms / 1000);
         Sleep(int(backoff_ms));

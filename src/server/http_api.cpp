@@ -247,8 +247,12 @@ void HttpApi::Routes() {
   for (const auto& [path, page] : {std::pair<const char*, std::string_view>{"/operator", OperatorPage()},
                                    {"/publish", PublishPage()},
                                    {"/watch", WatchPage()}}) {
-    h.Get(path, [page = page](const http::Request&, http::Response& res) {
-      PageHeaders(res);
+    h.Get(path, [this, page = page](const http::Request&, http::Response& res) {
+      // In a cluster a WHIP offer may be redirected to another node: the page may connect there.
+      std::vector<std::string> nodes;
+      if (ClusterRegistry* c = cluster_.load())
+        for (const NodeRecord& n : c->Nodes()) nodes.push_back(n.url.substr(0, n.url.find('/', n.url.find("://") + 3)));
+      PageHeaders(res, nodes);
       res.SetContent(std::string(page), "text/html; charset=utf-8");
     });
   }

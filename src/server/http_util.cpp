@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstring>
 
 namespace veil {
 
@@ -76,9 +77,17 @@ bool SameOrigin(const http::Request& req) {
   return authority + dflt == host || authority == host + dflt;
 }
 
-void PageHeaders(http::Response& res) {
+void PageHeaders(http::Response& res, const std::vector<std::string>& connect_also) {
+  std::string connect = "'self'";
+  for (const std::string& o : connect_also) {
+    const bool scheme = o.rfind("http://", 0) == 0 || o.rfind("https://", 0) == 0;
+    const size_t rest = o.find("://") + 3;
+    bool ok = scheme && o.size() > rest && o.size() < 256;
+    for (size_t i = rest; ok && i < o.size(); ++i) ok = std::isalnum(static_cast<unsigned char>(o[i])) || std::strchr(".-:[]", o[i]);
+    if (ok) connect += " " + o;
+  }
   res.SetHeader("Content-Security-Policy",
-                 "default-src 'none'; script-src 'self' 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; "
+                 "default-src 'none'; script-src 'self' 'unsafe-inline'; style-src 'unsafe-inline'; connect-src " + connect + "; "
                  "img-src 'self' data: blob:; media-src 'self' blob:; base-uri 'none'; form-action 'none'; "
                  "frame-ancestors 'none'");
   res.SetHeader("X-Content-Type-Options", "nosniff");

@@ -29,6 +29,8 @@ bool HostAllowed(const std::string& host_header, const std::vector<std::string>&
 // Host (the server's own pages). "null" origins are refused.
 bool SameOrigin(const http::Request& req);
 // Security headers for the embedded pages (inline script and style, same-origin calls only).
-void PageHeaders(http::Response& res);
+// `connect_also`: origins the page's scripts may fetch besides its own (a cluster's other nodes,
+// where a WHIP offer's 307 leads); anything but scheme://host[:port] is left out.
+void PageHeaders(http::Response& res, const std::vector<std::string>& connect_also = {});
 
 }  // namespace veil

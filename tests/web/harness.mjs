@@ -92,14 +92,15 @@ export function spawnChild(args, opts = { stdio: "ignore" }) {
   return p;
 }
 
-// Starts `veil serve` on a free loopback port; resolves to { url, proc, log() }.
-export function startServer(extra = []) {
+// Starts `veil serve` on a free port of a loopback address (127.0.0.1 unless `host`); resolves to
+// { url, proc, log() }.
+export function startServer(extra = [], host = "127.0.0.1") {
   return new Promise((resolve, reject) => {
-    const p = spawnChild(["serve", "--listen", "127.0.0.1:0", ...extra], { stdio: ["ignore", "pipe", "pipe"] });
+    const p = spawnChild(["serve", "--listen", host + ":0", ...extra], { stdio: ["ignore", "pipe", "pipe"] });
     let out = "", err = "";
     p.stdout.on("data", d => {
       out += d;
-      const m = out.match(/listening on (http:\/\/127\.0\.0\.1:\d+)/);
+      const m = out.match(/listening on (http:\/\/127\.\d+\.\d+\.\d+:\d+)/);
       if (m) resolve({ url: m[1], proc: p, log: () => out + err });
     });
     p.stderr.on("data", d => (err += d));
@@ -140,7 +141,8 @@ export function procStats(pid) {
 // nice > 0 runs the browser at that lower priority: the browsers stand for the
 // publisher's and viewers' own machines, and their GPU-less software video
 // pipeline must not starve the server under test on a 2-core machine.
-export async function launchBrowser(extra = [], nice = 0) {
+// `hosts`: other loopback addresses the pages may reach (a cluster's nodes on 127.0.0.x).
+export async function launchBrowser(extra = [], nice = 0, hosts = []) {
   let exe = browserPath;
   if (nice > 0) {
     exe = mkdtempSync(tmpdir() + "/veil-chromium-") + "/chromium";
@@ -152,7 +154,7 @@ export async function launchBrowser(extra = [], nice = 0) {
     headless: true,
     args: [
       "--no-sandbox", "--disable-gpu", "--headless=new",
-      "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1",
+      "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1" + hosts.map(h => " , EXCLUDE " + h).join(""),
       "--disable-background-networking", "--disable-component-update", "--disable-sync",
       "--disable-default-apps", "--no-first-run", "--disable-domain-reliability",
       "--disable-background-timer-throttling", "--disable-renderer-backgrounding",
