@@ -45,6 +45,13 @@ Source LoadSource(int n) {
   return s;
 }
 
+// The leakcheck clip's ground truth (lossless master luma and face boxes) of its first 240
+// frames, decoded once for every test here.
+const test::GroundTruthClip& Truth() {
+  static const test::GroundTruthClip clip = test::LoadGroundTruthClip(test::Media("leakcheck"), 240);
+  return clip;
+}
+
 struct Viewer {
   std::mutex mu;
   std::map<uint32_t, FramePtr> frames;  // by RTP timestamp
@@ -105,7 +112,7 @@ std::pair<int, int> CountFacesVisible(const test::GroundTruthClip& clip, Viewer&
 TEST(LiveSession, PixelatesFacesAtFullRateAndSwitchesModes) {
   const Source src = LoadSource(240);
   ASSERT_EQ(src.packets.size(), 240u);
-  const test::GroundTruthClip clip = test::LoadGroundTruthClip(test::Media("leakcheck"), 240);
+  const test::GroundTruthClip& clip = Truth();
   ASSERT_TRUE(clip.ok()) << "the leakcheck clip is missing: run scripts/make-test-media.sh";
   MetricsRegistry metrics;
   auto sched = InferenceScheduler::Create({}, [] { return LoadDetector({}); }, &metrics, "local");
@@ -161,7 +168,7 @@ TEST(LiveSession, PixelatesFacesAtFullRateAndSwitchesModes) {
 
 TEST(LiveSession, StalledDetectionFailsClosedNeverLeaks) {
   const Source src = LoadSource(90);
-  const test::GroundTruthClip clip = test::LoadGroundTruthClip(test::Media("leakcheck"), 90);
+  const test::GroundTruthClip& clip = Truth();
   ASSERT_TRUE(clip.ok()) << "the leakcheck clip is missing: run scripts/make-test-media.sh";
   MetricsRegistry metrics;
   // A detector that answers once, then hangs: the AI path is dead mid-stream.
@@ -240,7 +247,7 @@ TEST(LiveSession, FollowsAResolutionChangeAtAKeyframe) {
   constexpr int kSwitch = 60, kFrames = 150;
   const Source src = LoadResizingSource(kFrames, kSwitch);
   ASSERT_EQ(src.packets.size(), size_t(kFrames));
-  const test::GroundTruthClip clip = test::LoadGroundTruthClip(test::Media("leakcheck"), kFrames);
+  const test::GroundTruthClip& clip = Truth();
   ASSERT_TRUE(clip.ok()) << "the leakcheck clip is missing: run scripts/make-test-media.sh";
   MetricsRegistry metrics;
   auto sched = InferenceScheduler::Create({}, [] { return LoadDetector({}); }, &metrics, "local");
@@ -323,7 +330,7 @@ TEST(LiveSession, BypassForwardsThePublishersFramesAcrossModeSwitches) {
   constexpr int kKeyEvery = 30, kJoin = 40, kAnon = 75, kBack = 135, kFrames = 210;
   const Source src = LoadKeyedSource(kFrames, kKeyEvery);
   ASSERT_EQ(src.packets.size(), size_t(kFrames));
-  const test::GroundTruthClip clip = test::LoadGroundTruthClip(test::Media("leakcheck"), kFrames);
+  const test::GroundTruthClip& clip = Truth();
   ASSERT_TRUE(clip.ok()) << "the leakcheck clip is missing: run scripts/make-test-media.sh";
   MetricsRegistry metrics;
   auto sched = InferenceScheduler::Create({}, [] { return LoadDetector({}); }, &metrics, "local");
