@@ -125,7 +125,7 @@ void RtpViewer::OnEncoded(EncodedFrame&& f, uint32_t ts) {
     c_.decoded += out.size();
   }
   if (on_frame_)
-    for (const auto& fr : out) on_frame_(fr, ts, now);
+    for (const auto& fr : out) on_frame_(fr, uint32_t(fr->pts), now);  // the picture's own timestamp
 }
 
 ViewerCounters RtpViewer::counters() const {

@@ -64,6 +64,11 @@ Result<std::unique_ptr<VideoDecoder>> VideoDecoder::Open(const std::string& code
   std::unique_ptr<VideoDecoder> d(new VideoDecoder());
   d->ctx_ = avcodec_alloc_context3(c);
   d->ctx_->thread_count = threads;
+  // Live: each picture as soon as its frame is decoded. Without it FFmpeg's H.264 decoder holds
+  // one picture back when the stream's SPS does not say it has no reordering (x264's
+  // zerolatency output, browsers): a frame of latency, and each picture handed out with the
+  // next frame's input.
+  d->ctx_->flags |= AV_CODEC_FLAG_LOW_DELAY;
   d->ctx_->max_pixels = kMaxLivePixels;  // a publisher's absurd size is refused before allocation
   const int err = avcodec_open2(d->ctx_, c, nullptr);
   if (err < 0) return Status::Error("cannot open " + codec + " decoder: " + AvError(err));

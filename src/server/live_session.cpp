@@ -241,8 +241,11 @@ void LiveSession::DecodeAndQueue(EncodedFrame&& f, uint32_t rtp_ts) {
     m_decode_->Observe(t1 - t0);
     ++frames_in_;
     m_in_->Inc();
-    Decoded item{std::move(fr), seq, rtp_ts, t1, arrival};
-    if (out.size() == 1 && MaybeForward(f, item)) break;
+    // The picture's own timestamp (a decoder that held it back hands it out with a later input).
+    const uint32_t ts = uint32_t(fr->pts);
+    Decoded item{std::move(fr), seq, ts, t1, arrival};
+    if (ts != rtp_ts) forwarding_ = forwarding_now_ = false;  // not this input's picture: nothing to pair it with
+    else if (out.size() == 1 && MaybeForward(f, item)) break;
     if (queue_.Push(std::move(item))) {
       ++stale_;  // evicted: the worker fell behind
       m_stale_->Inc();

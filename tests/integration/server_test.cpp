@@ -360,9 +360,11 @@ TEST(Server, MalformedRequestsGetClearErrors) {
 }
 
 TEST(Server, H264SessionsAndOpusPassThrough) {
-  const SourceClip& h264 = Source("sample_720p30_h264.mkv");
+  // The leakcheck clip's first 6 s as H.264: its annotated faces are the judge's ground truth.
+  const SourceClip& h264 = Source("leakcheck/input_h264.mkv");
   ASSERT_GT(h264.frames, 100);
   ASSERT_EQ(h264.clip->info.video_codec, "h264");
+  ASSERT_TRUE(h264.ground_truth);
   auto opus = LoadClip(Media("sample_opus.webm"));
   ASSERT_TRUE(opus.ok()) << opus.error();
   ASSERT_TRUE((*opus)->info.has_opus);
@@ -377,6 +379,12 @@ TEST(Server, H264SessionsAndOpusPassThrough) {
   EXPECT_EQ(hs["ingest"]["audio_port"], 0);
   Watch w("h264", log, h264);
   AddViewer(server, "h", w.port());
+  // The same clip in a bypass session: forwarded as the publisher sent it (no re-encode), so
+  // the viewer decodes the publisher's H.264 and the judge sees the faces.
+  auto log_b = std::make_shared<SentLog>();
+  const json hb = CreateSession(server, {{"id", "hb"}, {"codec", "h264"}, {"audio", false}, {"mode", "bypass"}});
+  Watch wb("h264", log_b, h264);
+  AddViewer(server, "hb", wb.port());
   // Opus relayed byte for byte to a viewer's audio port.
   const json as = CreateSession(server, {{"id", "a"}});
   auto audio_rx = UdpSocket::Bind("127.0.0.1", 0);
@@ -388,6 +396,7 @@ TEST(Server, H264SessionsAndOpusPassThrough) {
   EXPECT_NE(v.body["sdp"].get<std::string>().find("a=rtpmap:111 opus/48000/2"), std::string::npos);
   const double t0 = NowMs();
   Feed feed(hs, log, 4, h264);
+  Feed feed_b(hb, log_b, 4, h264);
   PublisherConfig pc;
   pc.host = "127.0.0.1";
   pc.video_port = as["ingest"]["video_port"];
@@ -426,6 +435,21 @@ TEST(Server, H264SessionsAndOpusPassThrough) {
 #endif
   EXPECT_GT(all.faces, 30);
   ExpectOnlyCadenceLeaks(all, "h264");
+  const auto csb = wb.checks();
+  const Summary bypass = Summarize(csb, 0, 1e300);
+  const double ratio_b = DeliveredRatio(*log_b, csb, t0 + 1000, t0 + 3800);
+  const Reply sb = server.Call("GET", "/v1/sessions/hb/stats");
+  const uint64_t forwarded = sb.body.value("frames_forwarded", uint64_t(0)), sent_b = sb.body.value("frames_sent", uint64_t(0));
+  if (std::getenv("VEIL_TEST_VERBOSE"))
+    for (const FrameCheck& c : csb) std::printf("  bypass frame %d: %d of %d faces visible, grad %.2f\n", c.index, c.leaked, c.faces, c.grad);
+  std::printf("h264 bypass: %d frames, delivered %.3f, %llu of %llu sent forwarded, %d of %d faces visible\n", bypass.frames,
+              ratio_b, (unsigned long long)forwarded, (unsigned long long)sent_b, bypass.leaked, bypass.faces);
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+  EXPECT_GE(ratio_b, 0.95);
+#endif
+  EXPECT_GT(forwarded, sent_b / 2) << "bypass forwards the publisher's H.264";
+  EXPECT_GE(bypass.leaked, bypass.faces * 9 / 10) << "the bypass control: the judge must see the faces";
+  EXPECT_GT(bypass.faces, 30);
   EXPECT_EQ(server.Stop(), 0);
 }
 
