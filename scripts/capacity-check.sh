@@ -6,8 +6,8 @@
 #     /readyz then gives the capacity the model predicts, learned from those sessions;
 #  2. "auto": a fresh server with server.max_sessions = auto is offered one more session than
 #     the largest stage; the tables show how many it admitted and whether they passed.
-# Tables in out/capacity/. Env: STAGE_SECONDS (20), BUILD_DIR (build), KINDS (all three: a space-separated
-# subset of vp8-anonymize vp8-bypass h264-anonymize).
+# Tables in out/capacity/. Env: STAGE_SECONDS (20), BUILD_DIR (build), KINDS (all four: a space-separated
+# subset of vp8-anonymize vp8-bypass h264-anonymize h264-bypass).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -47,7 +47,7 @@ print(json.dumps({"capacity_sessions": c["sessions"], "kind": c["kind"], "headro
 }
 run() {  # $1 label, $2 mode, $3 input, $4 stages, $5 auto stages
   local label=$1 mode=$2 input=$3 stages=$4 auto=$5
-  case " ${KINDS:-vp8-anonymize vp8-bypass h264-anonymize} " in *" $label "*) ;; *) return 0 ;; esac
+  case " ${KINDS:-vp8-anonymize vp8-bypass h264-anonymize h264-bypass} " in *" $label "*) ;; *) return 0 ;; esac
   start_server "$label-measured" --max-sessions 32 --mode "$mode"
   "$veil" load --server "$url" -i "$input" --stages "$stages" --stage-seconds "$secs" --all-stages \
     --label "$label fixed cap" --out "$out/$label-measured" || true
@@ -64,4 +64,5 @@ run() {  # $1 label, $2 mode, $3 input, $4 stages, $5 auto stages
 run vp8-anonymize anonymize "$media/sample_720p30.ivf" 1,2,3 1,2,3,4
 run vp8-bypass bypass "$media/sample_720p30.ivf" 12,16,20 12,16,20,24
 run h264-anonymize anonymize "$media/sample_720p30_h264.mkv" 1,2,3 1,2,3,4
+run h264-bypass bypass "$media/sample_720p30_h264.mkv" 8,12,16 8,12,16
 for f in "$out"/${KINDS:+[vh]}*/load.md; do echo "== $f"; grep '^|' "$f"; done
