@@ -211,19 +211,6 @@ void LiveSession::OnEncoded(EncodedFrame&& f, uint32_t rtp_ts) {
   }
 }
 
-bool LiveSession::AskPublisherForKeyframe() {
-  // A WebRTC publisher is asked with RTCP PLI, at most once a second. Plain RTP ingest has no
-  // back channel: its publisher's next keyframe comes on its own schedule.
-  WhipIngest* w = whip_raw_.load();
-  if (!w) return false;
-  const double now = NowMs();
-  double last = last_publisher_key_ms_.load();
-  if (now - last <= 1000 || !last_publisher_key_ms_.compare_exchange_strong(last, now)) return false;
-  w->RequestKeyframe();
-  ++publisher_key_requests_;
-  return true;
-}
-
 void LiveSession::DecodeAndQueue(EncodedFrame&& f, uint32_t rtp_ts) {
   last_packet_ms_.store(NowMs());
   const uint64_t seq = ++ingest_seq_;
@@ -327,65 +314,6 @@ void LiveSession::ProcessOne(Decoded& item) {
   const double t2 = NowMs();
   m_encode_->Observe(t2 - t1);
   Emit(item, privacy_->mode(), rep.fail_closed, packets.data(), packets.size(), false, t2);
-}
-
-bool LiveSession::MaybeForward(const EncodedFrame& in, Decoded& item) {
-  if (!cfg_.bypass_forward || mode_.load() != Mode::kBypass) {
-    forwarding_ = forwarding_now_ = false;
-    return false;
-  }
-  if (!forwarding_ && in.keyframe) {
-    forwarding_ = true;  // the viewers can decode from here
-  } else if (forwarding_ && !in.keyframe && bridge_wanted_.load()) {
-    forwarding_ = false;  // a new viewer: veil's keyframe now, the publisher's own from its next
-  }
-  forwarding_now_ = forwarding_;
-  if (!forwarding_) {
-    AskPublisherForKeyframe();
-    return false;
-  }
-  if (in.keyframe) {
-    bridge_wanted_ = false;  // this one serves every viewer
-    want_keyframe_ = false;
-  } else if (want_keyframe_.load()) {
-    AskPublisherForKeyframe();  // a viewer lost frames: it waits for the publisher's next keyframe
-  }
-  if (Emit(item, Mode::kBypass, false, &in, 1, true, NowMs())) {
-    ++forwarded_;
-    m_forwarded_->Inc();
-  }
-  return true;
-}
-
-bool LiveSession::Emit(Decoded& item, Mode mode, bool fail_closed, const EncodedFrame* frames, size_t n,
-                       bool forwarded, double encoded_ms) {
-  Frame& f = *item.frame;
-  MutexLock emit(emit_mu_);
-  if (forwarded) last_forwarded_seq_ = item.ingest_seq;
-  else if (item.ingest_seq < last_forwarded_seq_) return false;  // queued before a forwarded run began
-  {
-    MutexLock lk(mu_);
-    arrivals_[arrival_next_] = {item.rtp_ts, item.arrival_ms, encoded_ms};
-    arrival_next_ = (arrival_next_ + 1) % 64;
-  }
-  // A forwarded frame keeps the publisher's timestamp; an encoded one carries it as its pts.
-  for (size_t i = 0; i < n; ++i) (void)sender_->Send(frames[i], forwarded ? item.rtp_ts : uint32_t(frames[i].pts));
-  // The size first: a count that includes a change comes with its new size (stats(), events).
-  const bool resized = out_w_ != 0 && (f.width != out_w_ || f.height != out_h_);
-  out_w_ = f.width;
-  out_h_ = f.height;
-  if (resized) ++resolution_changes_;
-  const uint64_t seq = ++frames_out_;
-  m_out_->Inc();
-  // Keep a reference for snapshots (no copy, no conversion on the frame path);
-  // the frame it replaces goes back to its pool outside the lock.
-  FramePtr previous;
-  {
-    MutexLock lk(out_mu_);
-    previous = std::move(last_out_.frame);
-    last_out_ = {std::move(item.frame), seq, mode, fail_closed, NowMs()};
-  }
-  return true;
 }
 
 Result<SessionSnapshot> LiveSession::Snapshot(int max_width) {
