@@ -8,7 +8,9 @@
 // session's worker; the worker drops a frame that is already older than the
 // budget (stale drop, counted) before any expensive work, then pixelates,
 // encodes and hands it to the egress. Nothing waits on inference, and a slow
-// viewer only drops its own frames.
+// viewer only drops its own frames. In bypass the receiving thread forwards the
+// publisher's own compressed frames instead (live_session_forward.cpp): no
+// queue, no encode, one outgoing RTP stream across mode switches.
 #pragma once
 #include <atomic>
 #include <cstdint>
