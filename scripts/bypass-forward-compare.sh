@@ -6,12 +6,8 @@
 #  2. a ramp of forwarded bypass sessions (every stage) in out/bypass-forward/ramp.
 # Env: SESSIONS (4), STAGES (4,8,12,16,20,24), STAGE_SECONDS (20), COMPARE (1; 0: the ramp only),
 # BUILD_DIR (build).
-set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
-cd "$root"
-export VEIL_ASSETS=${VEIL_ASSETS:-$root/../shared/assets}
-veil=${BUILD_DIR:-build}/bin/veil
-input=${BUILD_DIR:-build}/media/sample_720p30.ivf
+source "$(dirname "$0")/serve-lib.sh"
+input=$media/sample_720p30.ivf
 secs=${STAGE_SECONDS:-20}
 out=out/bypass-forward
 mkdir -p "$out"
@@ -19,14 +15,8 @@ printf '[server]\nmax_sessions = "32"\nbypass_forward = false\n' > "$out/reencod
 printf '[server]\nmax_sessions = "32"\nbypass_forward = true\n' > "$out/forward.toml"
 [ "${COMPARE:-1}" = 0 ] || "$veil" load --compare "$out/reencode.toml" "$out/forward.toml" --repeat 3 -i "$input" \
   --stages "${SESSIONS:-4}" --stage-seconds "$secs" --mode bypass --out "$out/compare"
-"$veil" serve --listen 127.0.0.1:0 --config "$out/forward.toml" > "$out/server.out" 2> "$out/server.log" &
-server=$!
-trap 'kill $server 2>/dev/null || true' EXIT
-for _ in $(seq 1 100); do
-  url=$(sed -n 's/^veil serve: listening on //p' "$out/server.out")
-  [ -n "${url:-}" ] && break
-  sleep 0.1
-done
+trap 'kill ${server:-} 2>/dev/null || true' EXIT
+veil_serve "$out/server" -- --config "$out/forward.toml"
 "$veil" load --server "$url" -i "$input" --stages "${STAGES:-4,8,12,16,20,24}" --stage-seconds "$secs" \
   --mode bypass --label forward --all-stages --out "$out/ramp" || true
 kill -TERM $server

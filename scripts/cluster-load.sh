@@ -4,11 +4,7 @@
 # each admits by its own learned headroom), and `veil load` ramping sessions through node 1's
 # URL only. Tables per node and in total in out/cluster-load/. Env: STAGES (6,9,12,15),
 # STAGE_SECONDS (20), MODE (bypass), INPUT (build/media/sample_720p30.ivf), BUILD_DIR (build).
-set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
-cd "$root"
-export VEIL_ASSETS=${VEIL_ASSETS:-$root/../shared/assets}
-veil=${BUILD_DIR:-build}/bin/veil
+source "$(dirname "$0")/serve-lib.sh"
 out=out/cluster-load
 mkdir -p "$out"
 cores=$(nproc)
@@ -20,16 +16,9 @@ trap 'kill "${pids[@]}" 2>/dev/null || true' EXIT
 sleep 0.5
 urls=()
 for i in 1 2 3; do
-  "$veil" serve --listen "127.0.0.1$i:0" --rtp-address "127.0.0.1$i" --ice-address "127.0.0.1$i" \
-    --redis "redis://127.0.0.1:$port" --node-id "node-$i" --cores "$share" > "$out/node-$i.out" 2> "$out/node-$i.log" &
-  pids+=($!)
-done
-for i in 1 2 3; do
-  for _ in $(seq 1 100); do
-    url=$(sed -n 's/^veil serve: listening on //p' "$out/node-$i.out")
-    [ -n "${url:-}" ] && break
-    sleep 0.1
-  done
+  veil_serve "$out/node-$i" "127.0.0.1$i" -- --rtp-address "127.0.0.1$i" --ice-address "127.0.0.1$i" \
+    --redis "redis://127.0.0.1:$port" --node-id "node-$i" --cores "$share"
+  pids+=("$server")
   urls+=("$url")
 done
 sleep 1.5  # every node has seen the others' heartbeats

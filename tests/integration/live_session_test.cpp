@@ -25,8 +25,8 @@ struct Source {
 };
 
 // The leakcheck clip's first `n` frames (annotated faces at known positions), as a publisher
-// encodes them.
-Source LoadSource(int n) {
+// encodes them; with key_every > 0, a keyframe every key_every frames (else the encoder's own).
+Source LoadSource(int n, int key_every = 0) {
   Source s;
   auto r = MediaReader::Open(test::Media("leakcheck/input.ivf"));
   EXPECT_TRUE(r.ok());
@@ -35,12 +35,16 @@ Source LoadSource(int n) {
   while (int(s.frames.size()) < n) {
     ReadItem it = (*r)->Next();
     if (std::holds_alternative<EndOfStream>(it)) break;
-    if (auto* f = std::get_if<FramePtr>(&it)) {
-      auto copy = MakeFrame((*f)->width, (*f)->height);
-      CopyFrame(**f, *copy);
-      s.frames.push_back(copy);
-      EXPECT_TRUE((*enc)->Encode(*copy, false, s.packets).ok());
-    }
+    auto* f = std::get_if<FramePtr>(&it);
+    if (!f) continue;
+    FramePtr copy = MakeFrame((*f)->width, (*f)->height);
+    CopyFrame(**f, *copy);
+    const bool key = key_every > 0 && s.frames.size() % size_t(key_every) == 0;
+    s.frames.push_back(copy);
+    const size_t before = s.packets.size();
+    EXPECT_TRUE((*enc)->Encode(*copy, key, s.packets).ok());
+    EXPECT_EQ(s.packets.size(), before + 1) << "one packet per frame (realtime, no lag)";
+    if (key_every > 0) EXPECT_EQ(s.packets.back().keyframe, key);
   }
   return s;
 }
@@ -298,37 +302,12 @@ TEST(LiveSession, FollowsAResolutionChangeAtAKeyframe) {
   (*sched)->Shutdown();
 }
 
-// The leakcheck clip's first `n` frames encoded as a publisher sends them, with a keyframe every
-// `key_every` frames.
-Source LoadKeyedSource(int n, int key_every) {
-  Source s;
-  auto r = MediaReader::Open(test::Media("leakcheck/input.ivf"));
-  EXPECT_TRUE(r.ok());
-  auto enc = VideoEncoder::Open("vp8", (*r)->info(), {});
-  EXPECT_TRUE(enc.ok());
-  while (int(s.frames.size()) < n) {
-    ReadItem it = (*r)->Next();
-    if (std::holds_alternative<EndOfStream>(it)) break;
-    auto* f = std::get_if<FramePtr>(&it);
-    if (!f) continue;
-    FramePtr copy = MakeFrame((*f)->width, (*f)->height);
-    CopyFrame(**f, *copy);
-    const bool key = s.frames.size() % size_t(key_every) == 0;
-    s.frames.push_back(copy);
-    const size_t before = s.packets.size();
-    EXPECT_TRUE((*enc)->Encode(*copy, key, s.packets).ok());
-    EXPECT_EQ(s.packets.size(), before + 1);
-    EXPECT_EQ(s.packets.back().keyframe, key);
-  }
-  return s;
-}
-
 // Bypass forwards the publisher's frames (issue 12 item 3): the viewer receives the publisher's
 // own bytes, as one RTP stream, across switches to anonymize and back. The oracles are the
 // publisher's encoded frames, the viewer's decoder, and the clip's ground truth.
 TEST(LiveSession, BypassForwardsThePublishersFramesAcrossModeSwitches) {
   constexpr int kKeyEvery = 30, kJoin = 40, kAnon = 75, kBack = 135, kFrames = 210;
-  const Source src = LoadKeyedSource(kFrames, kKeyEvery);
+  const Source src = LoadSource(kFrames, kKeyEvery);
   ASSERT_EQ(src.packets.size(), size_t(kFrames));
   const test::GroundTruthClip& clip = Truth();
   ASSERT_TRUE(clip.ok()) << "the leakcheck clip is missing: run scripts/make-test-media.sh";

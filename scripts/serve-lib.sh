@@ -1,0 +1,30 @@
+# Sourced by the measurement scripts (load-ramp.sh, bypass-forward-compare.sh, ...): the repo's
+# paths and a `veil serve` started in the background on a free port of a loopback address.
+# After `source scripts/serve-lib.sh`: $root (the repo, also the working directory), $veil,
+# $media, and VEIL_ASSETS exported.
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+export VEIL_ASSETS=${VEIL_ASSETS:-$root/../shared/assets}
+veil=${BUILD_DIR:-build}/bin/veil
+media=${BUILD_DIR:-build}/media
+
+# veil_serve OUT_PREFIX [HOST] -- ARGS...: starts `veil serve --listen HOST:0 ARGS` (HOST
+# 127.0.0.1 by default) with stdout/stderr in OUT_PREFIX.out/.log; sets $server (its pid) and
+# $url once it listens, or fails.
+veil_serve() {
+  local prefix=$1 host=127.0.0.1
+  shift
+  if [ "${1:-}" != "--" ]; then host=$1; shift; fi
+  [ "${1:-}" = "--" ] && shift
+  "$veil" serve --listen "$host:0" "$@" > "$prefix.out" 2> "$prefix.log" &
+  server=$!
+  url=
+  for _ in $(seq 1 100); do
+    url=$(sed -n 's/^veil serve: listening on //p' "$prefix.out")
+    [ -n "$url" ] && return 0
+    sleep 0.1
+  done
+  echo "veil serve did not start ($prefix.log)" >&2
+  return 1
+}
