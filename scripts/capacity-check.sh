@@ -8,12 +8,7 @@
 #     the largest stage; the tables show how many it admitted and whether they passed.
 # Tables in out/capacity/. Env: STAGE_SECONDS (20), BUILD_DIR (build), KINDS (all four: a space-separated
 # subset of vp8-anonymize vp8-bypass h264-anonymize h264-bypass).
-set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
-cd "$root"
-export VEIL_ASSETS=${VEIL_ASSETS:-$root/../shared/assets}
-veil=${BUILD_DIR:-build}/bin/veil
-media=${BUILD_DIR:-build}/media
+source "$(dirname "$0")/serve-lib.sh"
 secs=${STAGE_SECONDS:-20}
 out=out/capacity
 mkdir -p "$out"
@@ -21,15 +16,7 @@ server=
 start_server() {  # $1: log name, rest: flags
   local name=$1
   shift
-  "$veil" serve --listen 127.0.0.1:0 "$@" > "$out/$name.out" 2> "$out/$name.log" &
-  server=$!
-  for _ in $(seq 1 100); do
-    url=$(sed -n 's/^veil serve: listening on //p' "$out/$name.out")
-    [ -n "${url:-}" ] && return 0
-    sleep 0.1
-  done
-  echo "capacity-check: veil serve did not start ($out/$name.log)" >&2
-  exit 1
+  veil_serve "$out/$name" -- "$@" || exit 1
 }
 stop_server() {
   kill -TERM "$server" 2>/dev/null || true
