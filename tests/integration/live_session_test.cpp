@@ -44,7 +44,9 @@ Source LoadSource(int n, int key_every = 0) {
     const size_t before = s.packets.size();
     EXPECT_TRUE((*enc)->Encode(*copy, key, s.packets).ok());
     EXPECT_EQ(s.packets.size(), before + 1) << "one packet per frame (realtime, no lag)";
-    if (key_every > 0) EXPECT_EQ(s.packets.back().keyframe, key);
+    if (key_every > 0) {
+      EXPECT_EQ(s.packets.back().keyframe, key);
+    }
   }
   return s;
 }
