@@ -277,10 +277,6 @@ void LiveSession::ProcessOne(Decoded& item) {
   if (rep.ms_detect > 0) m_detect_->Observe(rep.ms_detect);  // a detection result arrived for this frame
   m_track_->Observe(rep.ms_track);
   m_mosaic_->Observe(rep.ms_mosaic);
-  {
-    MutexLock lk(mu_);
-    privacy_counters_ = privacy_->counters();
-  }
   const double t1 = NowMs();
   // The publisher changed resolution (a browser adapting to CPU or bandwidth, an encoder
   // restart): a new encoder at the new size, whose first frame is a keyframe.
@@ -313,7 +309,7 @@ void LiveSession::ProcessOne(Decoded& item) {
   }
   const double t2 = NowMs();
   m_encode_->Observe(t2 - t1);
-  Emit(item, privacy_->mode(), rep.fail_closed, packets.data(), packets.size(), false, t2);
+  Emit(item, packets.data(), packets.size(), t2, &rep);
 }
 
 Result<SessionSnapshot> LiveSession::Snapshot(int max_width) {

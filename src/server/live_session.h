@@ -156,10 +156,10 @@ class LiveSession {
   // Receiving thread: sends the publisher's own frame in bypass when the viewers can decode it
   // (bypass forwarding); false: the worker processes the frame.
   bool MaybeForward(const EncodedFrame& in, Decoded& item);
-  // Sends a frame's compressed form (forwarded: the publisher's) and keeps its picture for
-  // snapshots. Either thread; false: a forwarded frame superseded it (nothing sent).
-  bool Emit(Decoded& item, Mode mode, bool fail_closed, const EncodedFrame* frames, size_t n, bool forwarded,
-            double encoded_ms);
+  // Sends a frame's compressed form and keeps its picture for snapshots. rep: the privacy
+  // stage's report of an encoded frame (worker thread); null: the publisher's own frame,
+  // forwarded (receiving thread). false: a forwarded frame superseded it (nothing sent).
+  bool Emit(Decoded& item, const EncodedFrame* frames, size_t n, double encoded_ms, const FrameReport* rep);
   void OnSent(const RtpFrame& f, double sent_ms);      // viewer threads
   void Fail(const std::string& why);
   void RequestKeyframe(double min_gap_ms);             // any thread: at most one forced keyframe per gap

@@ -40,21 +40,24 @@ bool LiveSession::MaybeForward(const EncodedFrame& in, Decoded& item) {
   } else if (want_keyframe_.load()) {
     AskPublisherForKeyframe();  // a viewer lost frames: it waits for the publisher's next keyframe
   }
-  if (Emit(item, Mode::kBypass, false, &in, 1, true, NowMs())) {
+  if (Emit(item, &in, 1, NowMs(), nullptr)) {
     ++forwarded_;
     m_forwarded_->Inc();
   }
   return true;
 }
 
-bool LiveSession::Emit(Decoded& item, Mode mode, bool fail_closed, const EncodedFrame* frames, size_t n,
-                       bool forwarded, double encoded_ms) {
+bool LiveSession::Emit(Decoded& item, const EncodedFrame* frames, size_t n, double encoded_ms,
+                       const FrameReport* rep) {
   Frame& f = *item.frame;
+  const bool forwarded = rep == nullptr;
   MutexLock emit(emit_mu_);
   if (forwarded) last_forwarded_seq_ = item.ingest_seq;
-  else if (item.ingest_seq < last_forwarded_seq_) return false;  // queued before a forwarded run began
+  const bool superseded = !forwarded && item.ingest_seq < last_forwarded_seq_;  // queued before a forwarded run began
   {
     MutexLock lk(mu_);
+    if (!forwarded) privacy_counters_ = privacy_->counters();  // the worker's thread: privacy_ is its own
+    if (superseded) return false;
     arrivals_[arrival_next_] = {item.rtp_ts, item.arrival_ms, encoded_ms};
     arrival_next_ = (arrival_next_ + 1) % 64;
   }
@@ -73,7 +76,8 @@ bool LiveSession::Emit(Decoded& item, Mode mode, bool fail_closed, const Encoded
   {
     MutexLock lk(out_mu_);
     previous = std::move(last_out_.frame);
-    last_out_ = {std::move(item.frame), seq, mode, fail_closed, NowMs()};
+    last_out_ = {std::move(item.frame), seq, forwarded ? Mode::kBypass : privacy_->mode(), rep && rep->fail_closed,
+                 NowMs()};
   }
   return true;
 }

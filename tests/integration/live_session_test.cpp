@@ -97,6 +97,33 @@ void Publish(RtpSender& tx, const Source& s, int from, int to) {
   }
 }
 
+// Real YuNet through the shared scheduler, one live session on it, and a publisher's sender
+// aimed at its ingest port. The session ends before the scheduler shuts down.
+struct Rig {
+  MetricsRegistry metrics;
+  std::unique_ptr<InferenceScheduler> sched;
+  std::unique_ptr<LiveSession> session;
+  std::unique_ptr<RtpSender> tx;
+  explicit Rig(const std::string& id, const LiveSessionConfig& cfg = {}) {
+    auto sc = InferenceScheduler::Create({}, [] { return LoadDetector({}); }, &metrics, "local");
+    EXPECT_TRUE(sc.ok()) << sc.error();
+    if (!sc.ok()) return;
+    sched = std::move(*sc);
+    auto ls = LiveSession::Start(id, cfg, sched.get(), 1, &metrics);
+    EXPECT_TRUE(ls.ok()) << ls.error();
+    if (!ls.ok()) return;
+    session = std::move(*ls);
+    auto t = RtpSender::Start({});
+    EXPECT_TRUE(t.ok()) << t.error();
+    if (t.ok() && (*t)->AddViewer("127.0.0.1", session->ingest_port()).ok()) tx = std::move(*t);
+  }
+  ~Rig() {
+    session.reset();
+    if (sched) sched->Shutdown();
+  }
+  bool ok() const { return sched && session && tx; }
+};
+
 // The annotated faces (ground truth, >= 40 px) of the received frames of source frames
 // [from, to), judged by leakcheck's criterion: {judged, visible}. No detector.
 std::pair<int, int> CountFacesVisible(const test::GroundTruthClip& clip, Viewer& v, int from, int to) {
@@ -120,27 +147,21 @@ TEST(LiveSession, PixelatesFacesAtFullRateAndSwitchesModes) {
   ASSERT_EQ(src.packets.size(), 240u);
   const test::GroundTruthClip& clip = Truth();
   ASSERT_TRUE(clip.ok()) << "the leakcheck clip is missing: run scripts/make-test-media.sh";
-  MetricsRegistry metrics;
-  auto sched = InferenceScheduler::Create({}, [] { return LoadDetector({}); }, &metrics, "local");
-  ASSERT_TRUE(sched.ok()) << sched.error();
-  auto session = LiveSession::Start("s1", {}, sched->get(), 1, &metrics);
-  ASSERT_TRUE(session.ok()) << session.error();
+  Rig rig("s1");
+  ASSERT_TRUE(rig.ok());
   Viewer viewer;
-  ASSERT_TRUE((*session)->AddViewer("127.0.0.1", viewer.rx->port()).ok());
-  auto tx = RtpSender::Start({});
-  ASSERT_TRUE(tx.ok());
-  ASSERT_TRUE((*tx)->AddViewer("127.0.0.1", (*session)->ingest_port()).ok());
+  ASSERT_TRUE(rig.session->AddViewer("127.0.0.1", viewer.rx->port()).ok());
 
-  Publish(**tx, src, 0, 150);  // anonymize
+  Publish(*rig.tx, src, 0, 150);  // anonymize
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  (*session)->SetMode(Mode::kBypass);
-  Publish(**tx, src, 150, 195);
+  rig.session->SetMode(Mode::kBypass);
+  Publish(*rig.tx, src, 150, 195);
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  (*session)->SetMode(Mode::kFullBlur);
-  Publish(**tx, src, 195, 240);
+  rig.session->SetMode(Mode::kFullBlur);
+  Publish(*rig.tx, src, 195, 240);
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
 
-  const LiveSessionStats st = (*session)->stats();
+  const LiveSessionStats st = rig.session->stats();
   size_t received = 0;
   {
     std::lock_guard lk(viewer.mu);
@@ -167,7 +188,7 @@ TEST(LiveSession, PixelatesFacesAtFullRateAndSwitchesModes) {
   EXPECT_GE(kept_b, faces_b * 9 / 10) << "bypass should leave faces untouched (the judge must see them)";
   EXPECT_GT(faces_f, 20);
   EXPECT_EQ(kept_f, 0) << "full_blur left a face visible";
-  const std::string m = metrics.ExportText();
+  const std::string m = rig.metrics.ExportText();
   EXPECT_NE(m.find("veil_session_processing_seconds_bucket{session=\"s1\""), std::string::npos);
   EXPECT_NE(m.find("veil_ai_batch_size_bucket{target=\"local\""), std::string::npos);
 }
@@ -255,20 +276,15 @@ TEST(LiveSession, FollowsAResolutionChangeAtAKeyframe) {
   ASSERT_EQ(src.packets.size(), size_t(kFrames));
   const test::GroundTruthClip& clip = Truth();
   ASSERT_TRUE(clip.ok()) << "the leakcheck clip is missing: run scripts/make-test-media.sh";
-  MetricsRegistry metrics;
-  auto sched = InferenceScheduler::Create({}, [] { return LoadDetector({}); }, &metrics, "local");
-  ASSERT_TRUE(sched.ok()) << sched.error();
-  auto session = LiveSession::Start("r1", {}, sched->get(), 1, &metrics);
-  ASSERT_TRUE(session.ok()) << session.error();
+  Rig rig("r1");
+  ASSERT_TRUE(rig.ok());
   Viewer viewer;
-  ASSERT_TRUE((*session)->AddViewer("127.0.0.1", viewer.rx->port()).ok());
-  auto tx = RtpSender::Start({});
-  ASSERT_TRUE((*tx)->AddViewer("127.0.0.1", (*session)->ingest_port()).ok());
-  Publish(**tx, src, 0, kFrames);
+  ASSERT_TRUE(rig.session->AddViewer("127.0.0.1", viewer.rx->port()).ok());
+  Publish(*rig.tx, src, 0, kFrames);
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
 
-  EXPECT_EQ((*session)->error(), "") << "the session must go on";
-  const LiveSessionStats st = (*session)->stats();
+  EXPECT_EQ(rig.session->error(), "") << "the session must go on";
+  const LiveSessionStats st = rig.session->stats();
   EXPECT_EQ(st.resolution_changes, 1u);
   EXPECT_EQ(st.width, 640);
   EXPECT_EQ(st.height, 360);
@@ -301,7 +317,6 @@ TEST(LiveSession, FollowsAResolutionChangeAtAKeyframe) {
   EXPECT_GT(judged, 50);
   EXPECT_EQ(visible, 0) << "an annotated face left visible";
   EXPECT_GE(visible_src, judged_src * 9 / 10) << "the judge must see the faces the publisher sent";
-  (*sched)->Shutdown();
 }
 
 // Bypass forwards the publisher's frames (issue 12 item 3): the viewer receives the publisher's
@@ -313,36 +328,31 @@ TEST(LiveSession, BypassForwardsThePublishersFramesAcrossModeSwitches) {
   ASSERT_EQ(src.packets.size(), size_t(kFrames));
   const test::GroundTruthClip& clip = Truth();
   ASSERT_TRUE(clip.ok()) << "the leakcheck clip is missing: run scripts/make-test-media.sh";
-  MetricsRegistry metrics;
-  auto sched = InferenceScheduler::Create({}, [] { return LoadDetector({}); }, &metrics, "local");
-  ASSERT_TRUE(sched.ok()) << sched.error();
   LiveSessionConfig cfg;
   cfg.privacy.mode = Mode::kBypass;
-  auto session = LiveSession::Start("fw", cfg, sched->get(), 1, &metrics);
-  ASSERT_TRUE(session.ok()) << session.error();
+  Rig rig("fw", cfg);
+  ASSERT_TRUE(rig.ok());
   Viewer viewer(true), late(true);
-  ASSERT_TRUE((*session)->AddViewer("127.0.0.1", viewer.rx->port()).ok());
-  auto tx = RtpSender::Start({});
-  ASSERT_TRUE((*tx)->AddViewer("127.0.0.1", (*session)->ingest_port()).ok());
+  ASSERT_TRUE(rig.session->AddViewer("127.0.0.1", viewer.rx->port()).ok());
   auto settle = [] { std::this_thread::sleep_for(std::chrono::milliseconds(250)); };
 
-  Publish(**tx, src, 0, kJoin);
+  Publish(*rig.tx, src, 0, kJoin);
   settle();
   // A viewer joins mid-GOP: it needs a keyframe now, which veil's encoder makes; forwarding
   // resumes at the publisher's next keyframe (frame 60).
-  ASSERT_TRUE((*session)->AddViewer("127.0.0.1", late.rx->port()).ok());
-  Publish(**tx, src, kJoin, kAnon);
+  ASSERT_TRUE(rig.session->AddViewer("127.0.0.1", late.rx->port()).ok());
+  Publish(*rig.tx, src, kJoin, kAnon);
   settle();
-  EXPECT_TRUE((*session)->stats().forwarding);
-  (*session)->SetMode(Mode::kAnonymize);  // mid-GOP: the next frame must already be covered
-  Publish(**tx, src, kAnon, kBack);
+  EXPECT_TRUE(rig.session->stats().forwarding);
+  rig.session->SetMode(Mode::kAnonymize);  // mid-GOP: the next frame must already be covered
+  Publish(*rig.tx, src, kAnon, kBack);
   settle();
-  (*session)->SetMode(Mode::kBypass);  // mid-GOP: re-encoded until the publisher's keyframe at 150
-  Publish(**tx, src, kBack, kFrames);
+  rig.session->SetMode(Mode::kBypass);  // mid-GOP: re-encoded until the publisher's keyframe at 150
+  Publish(*rig.tx, src, kBack, kFrames);
   settle();
 
-  const LiveSessionStats st = (*session)->stats();
-  EXPECT_EQ((*session)->error(), "");
+  const LiveSessionStats st = rig.session->stats();
+  EXPECT_EQ(rig.session->error(), "");
   int identical[4] = {0, 0, 0, 0}, received[4] = {0, 0, 0, 0};  // [0,40) [60,75) [75,150) [150,210)
   int judged = 0, visible = 0, judged_bypass = 0, visible_bypass = 0, first_late = -1;
   {
@@ -396,7 +406,6 @@ TEST(LiveSession, BypassForwardsThePublishersFramesAcrossModeSwitches) {
   EXPECT_GE(visible_bypass, judged_bypass * 9 / 10) << "the judge must see the faces bypass forwards";
   EXPECT_EQ(viewer.rx->stats().lost, 0u) << "one continuous RTP stream across the switches";
   EXPECT_TRUE(st.forwarding);
-  (*sched)->Shutdown();
 }
 
 }  // namespace
