@@ -8,6 +8,8 @@ PKGS=(
   build-essential cmake ninja-build pkg-config git clang-format
   # media: FFmpeg libraries (decode/encode/mux) and the ffmpeg CLI for test media generation
   libavformat-dev libavcodec-dev libavutil-dev libswscale-dev ffmpeg
+  # the live VP8 encoder: libvpx itself (its speed can change between frames: src/media/vpx_encoder.cpp)
+  libvpx-dev
   # transport: GStreamer (plain RTP; WebRTC WHIP/WHEP through webrtcbin with libnice)
   libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev gstreamer1.0-plugins-base gstreamer1.0-plugins-good
   gstreamer1.0-tools gstreamer1.0-plugins-bad gstreamer1.0-nice libgstreamer-plugins-bad1.0-dev libnice-dev

@@ -9,8 +9,34 @@
 #include "cli/cmd_anonymize.h"
 #include "cli/options.h"
 #include "cli/report.h"
+#include "media/speed_ladder.h"
 
 namespace veil::cli {
+namespace {
+
+// veil bench --speed-steps: what each step of the load-adaptive encoder speed costs.
+void SpeedSteps(const std::string& in, EncoderOptions enc, int64_t max_frames, bool json, int* rc) {
+  const std::string codec = enc.codec.empty() ? "vp8" : enc.codec;
+  if (codec == "h264" && enc.x264_profile.empty()) enc.x264_profile = "baseline";  // as live sessions
+  auto steps = MeasureSpeedLadder(in, codec, enc, max_frames);
+  if (!steps) return Fail(rc, 1, steps.error());
+  if (json) {
+    nlohmann::json j = nlohmann::json::array();
+    for (const SpeedStepCost& c : *steps)
+      j.push_back({{"step", c.step}, {"setting", c.setting}, {"frames", c.frames}, {"encode_cpu_ms", c.encode_cpu_ms},
+                   {"psnr_y", c.psnr_y}, {"psnr_yuv", c.psnr_yuv}, {"kbps", c.kbps}});
+    fmt::print("{}\n", nlohmann::json{{"input", in}, {"codec", codec}, {"steps", j}}.dump(2));
+    return;
+  }
+  fmt::print("{} encoder speed steps on {} (one thread, same target bitrate)\n", codec, in);
+  fmt::print("| step | setting | encode CPU ms/frame | x step 0 | PSNR Y | PSNR YUV | kbps |\n|---|---|---|---|---|---|---|\n");
+  const double base = steps->front().encode_cpu_ms;
+  for (const SpeedStepCost& c : *steps)
+    fmt::print("| {} | {} | {:.2f} | {:.2f} | {:.2f} dB | {:.2f} dB | {:.0f} |\n", c.step, c.setting, c.encode_cpu_ms,
+               base > 0 ? c.encode_cpu_ms / base : 0, c.psnr_y, c.psnr_yuv, c.kbps);
+}
+
+}  // namespace
 
 void RegisterBench(CLI::App& app, int* rc) {
   struct Opts {
@@ -19,6 +45,7 @@ void RegisterBench(CLI::App& app, int* rc) {
     int repeat = 1;
     int64_t max_frames = 0;
     bool json = false;
+    bool speed_steps = false;
   };
   auto o = std::make_shared<Opts>();
   CLI::App* sub = app.add_subcommand("bench", "Cost of anonymize vs bypass on one input, in one run");
@@ -28,11 +55,14 @@ void RegisterBench(CLI::App& app, int* rc) {
   sub->add_option("--max-frames", o->max_frames, "Frames per run (0 = all)")->check(CLI::NonNegativeNumber);
   sub->add_option("--out-dir", o->out_dir, "Keep the encoded outputs here (default: temporary, deleted)");
   sub->add_flag("--json", o->json, "Print results as JSON on stdout");
+  sub->add_flag("--speed-steps", o->speed_steps,
+                "Instead: the live encoder's speed steps (cost, PSNR, bitrate at the same target bitrate)");
   sub->callback([o, rc] {
     auto cfg = Resolve(o->config);
     if (!cfg) return Fail(rc, 2, cfg.error());
     if (PrintConfigIfAsked(o->config, cfg->config)) return;
     if (o->in.empty()) return Fail(rc, 2, "an input file is required");
+    if (o->speed_steps) return SpeedSteps(o->in, cfg->encoder, o->max_frames, o->json, rc);
     const PrivacyConfig* pc = &cfg->privacy;
     std::string source;
     auto det = LoadDetector(cfg->detector, &source);

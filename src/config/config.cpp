@@ -160,6 +160,8 @@ const std::vector<KeySpec>& ConfigKeys() {
       Key("server.cpu_share", "cpu-share", "share of those cores sessions may take before new ones are refused (max_sessions = auto)", &S::cpu_share),
       Key("server.drain_timeout_s", "drain-timeout-s", "SIGTERM or POST /v1/drain: running sessions may go on this long, s (0: SIGTERM ends them at once)", &S::drain_timeout_s),
       Key("server.bypass_forward", "", "bypass forwards the publisher's frames (a decode, no re-encode); false: re-encode them", &S::bypass_forward),
+      Key("server.shed", "shed", "under overload shed in order: encoder speed, detection cadence (inside the privacy bound), new viewers, then the newest session; false: never", &S::shed),
+      Key("server.shed_calm_s", "", "seconds of headroom before a shed level is taken back (doubles when taking one back overloads again)", &S::shed_calm_s),
       Key("server.max_viewers", "max-viewers", "viewers per session", &S::max_viewers),
       Key("server.viewer_queue", "viewer-queue", "frames queued per viewer before it drops to a keyframe", &S::viewer_queue),
       Key("server.jitter_ms", "jitter-ms", "ingest jitter buffer depth, ms", &S::jitter_ms),
@@ -473,6 +475,9 @@ Result<ServerSettings> Config::BuildServer() const {
   v.cores = s.cores;
   v.cpu_share = s.cpu_share;
   v.bypass_forward = s.bypass_forward;
+  if (!(s.shed_calm_s >= 1 && s.shed_calm_s <= 600)) return Status::Error("server.shed_calm_s must be in [1, 600]");
+  v.shed = s.shed;
+  v.shed_calm_s = s.shed_calm_s;
   v.drain_timeout_s = s.drain_timeout_s;
   if (!s.cluster_redis.empty() && s.cluster_redis.rfind("redis://", 0) != 0)
     return Status::Error("cluster.redis must be redis://HOST:PORT[/DB], got '" + s.cluster_redis + "'");

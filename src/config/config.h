@@ -51,7 +51,8 @@ struct Settings {
   std::string cluster_redis, cluster_node_id, cluster_public_url;
   int64_t max_viewers = 16, viewer_queue = 8, jitter_ms = 40;
   double cores = 0, cpu_share = 0.6;
-  bool bypass_forward = true;
+  bool bypass_forward = true, shed = true;
+  double shed_calm_s = 5;
   double publisher_timeout_ms = 5000, start_timeout_ms = 30000, budget_ms = 33.0;
   double history_s = 300, history_interval_ms = 1000;
   int64_t http_max_connections = 4096, http_threads = 8;
@@ -97,6 +98,10 @@ struct ServerSettings {
   double cores = 0, cpu_share = 0.6;
   // Bypass sessions forward the publisher's frames instead of re-encoding them (server/live_session.h).
   bool bypass_forward = true;
+  // Load shedding (server/speed_control.h): encoder speed, detection cadence, new viewers, the
+  // newest session; a level is taken back after shed_calm_s of headroom.
+  bool shed = true;
+  double shed_calm_s = 5;
   // SIGTERM or POST /v1/drain: no new sessions; running ones go on until their publishers
   // leave or this passes (0: SIGTERM ends them at once).
   double drain_timeout_s = 0;

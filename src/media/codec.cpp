@@ -1,5 +1,6 @@
 #include "media/codec.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "media/ffmpeg_codec.h"
@@ -7,52 +8,123 @@
 
 namespace veil {
 
+std::vector<int> Vp8SpeedLadder(int vp8_speed) {
+  std::vector<int> out;
+  if (vp8_speed > 0) return {vp8_speed};  // libvpx adapts on its own: one step
+  for (int s = -vp8_speed; s <= 16; s += 2) out.push_back(s);
+  if (out.empty() || out.back() != 16) out.push_back(16);
+  return out;
+}
+
+std::vector<std::string> X264PresetLadder(const std::string& preset) {
+  static const char* kPresets[] = {"placebo", "veryslow", "slower", "slow",      "medium",
+                                   "fast",    "faster",   "veryfast", "superfast", "ultrafast"};
+  std::vector<std::string> out;
+  bool found = false;
+  for (const char* p : kPresets) {
+    if (p == preset) found = true;
+    if (found) out.push_back(p);
+  }
+  if (!found) out.push_back(preset);  // x264 refuses an unknown preset at open
+  return out;
+}
+
+namespace {
+
+// x264 through FFmpeg. x264 cannot change its preset in place: a new speed re-opens the
+// encoder, whose first frame is a keyframe. Faster at once (the frame budget is threatened),
+// slower where a keyframe was due anyway.
+class FfmpegEncoder final : public VideoEncoder {
+ public:
+  FfmpegEncoder(std::string codec, const VideoInfo& vi, const EncoderOptions& o)
+      : codec_(std::move(codec)), vi_(vi), o_(o), ladder_(X264PresetLadder(o.x264_preset)) {}
+  ~FfmpegEncoder() override { Close(); }
+
+  Status OpenAt(int step) {
+    EncoderOptions o = o_;
+    o.x264_preset = ladder_[size_t(step)];
+    auto ctx = OpenVideoEncoder(codec_, vi_, o, /*global_header=*/false);
+    if (!ctx) return ctx.status();
+    Close();
+    ctx_ = *ctx;
+    frame_ = av_frame_alloc();
+    pkt_ = av_packet_alloc();
+    step_ = step;
+    since_key_ = -1;
+    return Status::Ok();
+  }
+
+  Status Encode(const Frame& f, bool force_keyframe, std::vector<EncodedFrame>& out) override {
+    if (f.width != ctx_->width || f.height != ctx_->height) return Status::Error("frame size differs from the encoder's");
+    const bool key_due = force_keyframe || since_key_ < 0 || since_key_ + 1 >= o_.keyint_frames;
+    if (want_ > step_ || (want_ < step_ && key_due)) {
+      // Frames still inside x264 (none with zerolatency's no lookahead) leave first.
+      if (Status s = Flush(out); !s) return s;
+      if (Status s = OpenAt(want_); !s) return s;
+    }
+    WrapFrame(f, frame_);
+    frame_->pict_type = force_keyframe ? AV_PICTURE_TYPE_I : AV_PICTURE_TYPE_NONE;
+    const int err = avcodec_send_frame(ctx_, frame_);
+    for (auto*& d : frame_->data) d = nullptr;
+    if (err < 0) return Status::Error("encoder rejected frame: " + AvError(err));
+    return Drain(out);
+  }
+
+  Status Flush(std::vector<EncodedFrame>& out) override {
+    const int err = avcodec_send_frame(ctx_, nullptr);
+    if (err < 0 && err != AVERROR_EOF) return Status::Error("encoder flush: " + AvError(err));
+    return Drain(out);
+  }
+
+  int max_speed_step() const override { return int(ladder_.size()) - 1; }
+  void SetSpeedStep(int step) override { want_ = std::clamp(step, 0, max_speed_step()); }
+  std::string SpeedName(int step) const override {
+    return codec_ == "h264" ? ladder_[size_t(std::clamp(step, 0, max_speed_step()))] : "default";
+  }
+
+ private:
+  void Close() {
+    av_packet_free(&pkt_);
+    av_frame_free(&frame_);
+    avcodec_free_context(&ctx_);
+  }
+  Status Drain(std::vector<EncodedFrame>& out) {
+    for (;;) {
+      const int err = avcodec_receive_packet(ctx_, pkt_);
+      if (err == AVERROR(EAGAIN) || err == AVERROR_EOF) return Status::Ok();
+      if (err < 0) return Status::Error("encoder error: " + AvError(err));
+      EncodedFrame ef;
+      ef.data.assign(pkt_->data, pkt_->data + pkt_->size);
+      ef.pts = pkt_->pts;
+      ef.keyframe = pkt_->flags & AV_PKT_FLAG_KEY;
+      since_key_ = ef.keyframe ? 0 : since_key_ + 1;
+      out.push_back(std::move(ef));
+      av_packet_unref(pkt_);
+    }
+  }
+
+  const std::string codec_;
+  const VideoInfo vi_;
+  const EncoderOptions o_;
+  const std::vector<std::string> ladder_;
+  int want_ = 0;
+  int since_key_ = -1;  // frames since the last keyframe out; -1: none yet
+  AVCodecContext* ctx_ = nullptr;
+  AVFrame* frame_ = nullptr;
+  AVPacket* pkt_ = nullptr;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<VideoEncoder>> OpenVpxEncoder(const VideoInfo& vi, const EncoderOptions& o);  // vpx_encoder.cpp
+
 Result<std::unique_ptr<VideoEncoder>> VideoEncoder::Open(const std::string& codec, const VideoInfo& vi,
                                                          const EncoderOptions& o) {
-  if (codec != "vp8" && codec != "h264") return Status::Error("live encoder codec must be vp8 or h264, got '" + codec + "'");
-  auto ctx = OpenVideoEncoder(codec, vi, o, /*global_header=*/false);
-  if (!ctx) return ctx.status();
-  std::unique_ptr<VideoEncoder> e(new VideoEncoder());
-  e->ctx_ = *ctx;
-  e->frame_ = av_frame_alloc();
-  e->pkt_ = av_packet_alloc();
-  return e;
-}
-
-VideoEncoder::~VideoEncoder() {
-  av_packet_free(&pkt_);
-  av_frame_free(&frame_);
-  avcodec_free_context(&ctx_);
-}
-
-Status VideoEncoder::Drain(std::vector<EncodedFrame>& out) {
-  for (;;) {
-    const int err = avcodec_receive_packet(ctx_, pkt_);
-    if (err == AVERROR(EAGAIN) || err == AVERROR_EOF) return Status::Ok();
-    if (err < 0) return Status::Error("encoder error: " + AvError(err));
-    EncodedFrame ef;
-    ef.data.assign(pkt_->data, pkt_->data + pkt_->size);
-    ef.pts = pkt_->pts;
-    ef.keyframe = pkt_->flags & AV_PKT_FLAG_KEY;
-    out.push_back(std::move(ef));
-    av_packet_unref(pkt_);
-  }
-}
-
-Status VideoEncoder::Encode(const Frame& f, bool force_keyframe, std::vector<EncodedFrame>& out) {
-  if (f.width != ctx_->width || f.height != ctx_->height) return Status::Error("frame size differs from the encoder's");
-  WrapFrame(f, frame_);
-  frame_->pict_type = force_keyframe ? AV_PICTURE_TYPE_I : AV_PICTURE_TYPE_NONE;
-  const int err = avcodec_send_frame(ctx_, frame_);
-  for (auto*& d : frame_->data) d = nullptr;
-  if (err < 0) return Status::Error("encoder rejected frame: " + AvError(err));
-  return Drain(out);
-}
-
-Status VideoEncoder::Flush(std::vector<EncodedFrame>& out) {
-  const int err = avcodec_send_frame(ctx_, nullptr);
-  if (err < 0 && err != AVERROR_EOF) return Status::Error("encoder flush: " + AvError(err));
-  return Drain(out);
+  if (codec == "vp8") return OpenVpxEncoder(vi, o);
+  if (codec != "h264") return Status::Error("live encoder codec must be vp8 or h264, got '" + codec + "'");
+  auto e = std::make_unique<FfmpegEncoder>(codec, vi, o);
+  if (Status s = e->OpenAt(0); !s) return s;
+  return std::unique_ptr<VideoEncoder>(std::move(e));
 }
 
 Result<std::unique_ptr<VideoDecoder>> VideoDecoder::Open(const std::string& codec, int threads) {

@@ -24,24 +24,37 @@ struct EncodedFrame {
   double arrival_ms = 0;  // live input: when the frame's first packet arrived (NowMs clock); 0 = unknown
 };
 
+// Live encoders have speed steps: 0 is the configured speed (EncoderOptions), each step up is
+// cheaper per frame and worse at the same bitrate (server/speed_control.h moves between them).
 class VideoEncoder {
  public:
-  // codec: vp8 | h264 (Annex B with in-band parameter sets, for RTP).
+  // codec: vp8 (libvpx, whose speed can change between any two frames) | h264 (x264 through
+  // FFmpeg, Annex B with in-band parameter sets, for RTP; a new speed re-opens it at a keyframe).
   static Result<std::unique_ptr<VideoEncoder>> Open(const std::string& codec, const VideoInfo& vi,
                                                     const EncoderOptions& o);
-  ~VideoEncoder();
+  virtual ~VideoEncoder() = default;
   // Encodes `f` (its pts in vi's time base); finished frames are appended to
-  // `out`. force_keyframe: e.g. a viewer joined or asked for one.
-  Status Encode(const Frame& f, bool force_keyframe, std::vector<EncodedFrame>& out);
-  Status Flush(std::vector<EncodedFrame>& out);
+  // `out`, each with the pts it was given. force_keyframe: e.g. a viewer joined or asked for one.
+  virtual Status Encode(const Frame& f, bool force_keyframe, std::vector<EncodedFrame>& out) = 0;
+  virtual Status Flush(std::vector<EncodedFrame>& out) = 0;
+  // 0 .. max_speed_step(); out-of-range steps are clamped. Faster (a higher step) takes effect
+  // on the next frame; slower on the next frame too for vp8, at the next regular keyframe for h264.
+  virtual int max_speed_step() const = 0;
+  virtual void SetSpeedStep(int step) = 0;
+  int speed_step() const { return step_; }  // the step the last frame was encoded at
+  // The encoder setting of a step, e.g. "cpu-used 12" or "superfast".
+  virtual std::string SpeedName(int step) const = 0;
 
- private:
+ protected:
   VideoEncoder() = default;
-  Status Drain(std::vector<EncodedFrame>& out);
-  AVCodecContext* ctx_ = nullptr;
-  AVFrame* frame_ = nullptr;
-  AVPacket* pkt_ = nullptr;
+  int step_ = 0;
 };
+
+// The speed ladders (exposed for tests and `veil bench --speed-steps`): libvpx cpu-used values
+// from |vp8_speed| up to 16 in steps of 2 (none for libvpx's own adaptive speed, vp8_speed > 0);
+// x264 presets from the configured one down to ultrafast.
+std::vector<int> Vp8SpeedLadder(int vp8_speed);
+std::vector<std::string> X264PresetLadder(const std::string& preset);
 
 class VideoDecoder {
  public:

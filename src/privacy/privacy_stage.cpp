@@ -60,6 +60,14 @@ void PrivacyStage::UpdateTracker(const Detections& small_dets, const Frame& f, i
   tracker_.Update(full, int(std::clamp<int64_t>(f.index - detected_frame, 0, 1000)));
 }
 
+int PrivacyStage::max_extra_every() const {
+  if (cfg_.detect_every <= 0) return 0;
+  const int most = int(std::floor(cfg_.max_result_age_ms / 2 * cfg_.fps / 1000.0)) + 1;
+  return std::max(0, most - cfg_.detect_every);
+}
+
+void PrivacyStage::set_extra_every(int k) { extra_every_ = std::clamp(k, 0, max_extra_every()); }
+
 bool PrivacyStage::DetectNow(const Frame& f, FrameReport& r) {
   if (!det_) return true;
   double t0 = NowMs();
@@ -182,7 +190,7 @@ FrameReport PrivacyStage::Process(Frame& f) {
     }
   }
   if (sched_) ApplyResults(f, r);
-  const bool due = frames_since_detect_ >= every_ || r.scene_cut;  // the first frame is always due
+  const bool due = frames_since_detect_ >= every_ + extra_every_ || r.scene_cut;  // the first frame is always due
   bool failed = false;
   if (due) {
     frames_since_detect_ = 0;

@@ -79,7 +79,13 @@ class PrivacyStage {
   void set_mode(Mode m) { cfg_.mode = m; }
   Mode mode() const { return cfg_.mode; }
   const PrivacyCounters& counters() const { return counters_; }
-  int current_every() const { return every_; }
+  int current_every() const { return every_ + extra_every_; }
+  // Load shedding (server/speed_control.h): detect this many frames less often than configured,
+  // clamped to max_extra_every(). Fixed cadence only; auto cadence has its own.
+  void set_extra_every(int k);
+  // Frames of cadence that can be shed while a result may still come back half the privacy
+  // bound (max_result_age_ms) late without the frame before the next detection failing closed.
+  int max_extra_every() const;
 
  private:
   bool SceneCut(const Frame& f);
@@ -106,6 +112,7 @@ class PrivacyStage {
   int64_t last_result_frame_ = -1;  // frame index of the last successful detection
   int64_t frames_since_detect_ = int64_t(1) << 40;  // "long ago": the first frame is due
   int every_ = 1;
+  int extra_every_ = 0;
   int last_w_ = 0, last_h_ = 0;  // the previous frame's size
   double detect_ms_ema_ = 0;
   bool have_thumb_ = false;

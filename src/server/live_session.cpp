@@ -10,6 +10,7 @@ LiveSession::LiveSession(const std::string& id, const LiveSessionConfig& c)
     : id_(id),
       cfg_(c),
       started_ms_(NowMs()),
+      speed_(c.speed, c.budget_ms, 0),
       queue_(c.queue_frames),
       history_(c.history_points, c.history_interval_ms, LatencyBucketsMs()) {}
 
@@ -19,6 +20,7 @@ Result<std::unique_ptr<LiveSession>> LiveSession::Start(const std::string& id, c
   if (!(c.budget_ms > 0 && c.budget_ms <= 10000)) return Status::Error("session budget must be in (0, 10000] ms");
   if (c.queue_frames < 1 || c.queue_frames > 64) return Status::Error("session queue must hold 1..64 frames");
   if (Status s = Validate(c.privacy); !s) return s;
+  if (Status s = Validate(c.speed); !s) return s;
   if (c.ingest != "rtp" && c.ingest != "webrtc") return Status::Error("ingest must be rtp or webrtc, got '" + c.ingest + "'");
   if (!metrics) return Status::Error("a metrics registry is required");
   if (c.history_points < 1 || c.history_points > 100000 || !(c.history_interval_ms >= 10))
@@ -60,11 +62,16 @@ Result<std::unique_ptr<LiveSession>> LiveSession::Start(const std::string& id, c
   s->m_fps_out_ = &metrics->GetGauge("veil_session_sent_fps", "Frames sent per second (last second)", l);
   s->m_jitter_ = &metrics->GetGauge("veil_session_rtp_jitter_seconds", "Ingest RTP inter-arrival jitter, s", l, kMsToSeconds);
   s->m_viewers_ = &metrics->GetGauge("veil_session_viewers", "Viewers subscribed", l);
+  s->m_shed_level_ = &metrics->GetGauge(
+      "veil_session_shed_level", "Load shedding level: 0 as configured, then encoder speed steps, then detection cadence", l);
+  s->m_enc_step_ = &metrics->GetGauge("veil_session_encoder_speed_step",
+                                      "The encoder's speed step (0 = the configured cpu-used or preset)", l);
 
   auto dec = VideoDecoder::Open(c.codec, c.decode_threads);
   if (!dec) return dec.status();
   s->decoder_ = std::move(*dec);
   s->privacy_ = std::make_unique<PrivacyStage>(c.privacy, scheduler, scheduler_session);
+  s->detect_every_ = s->privacy_->current_every();
   RtpSenderConfig sc;
   sc.codec = c.codec;
   sc.viewer_queue_frames = c.viewer_queue_frames;
@@ -265,8 +272,10 @@ void LiveSession::ProcessOne(Decoded& item) {
   if (start - item.decoded_ms > cfg_.budget_ms) {  // it could only leave late: drop before any work
     ++stale_;
     m_stale_->Inc();
+    speed_.OnStale(start);
     return;
   }
+  Shed(start);
   Frame& f = *item.frame;
   f.index = int64_t(frames_in_.load());  // arrival order drives cadence and result age
   const Mode mode = mode_.load();
@@ -296,6 +305,9 @@ void LiveSession::ProcessOne(Decoded& item) {
     encoder_ = std::move(*e);
     enc_w_ = f.width;
     enc_h_ = f.height;
+    speed_.set_max_level(encoder_->max_speed_step() + privacy_->max_extra_every());
+    max_shed_level_ = speed_.max_level();
+    Shed(t1);
   }
   f.pts = item.rtp_ts;
   std::vector<EncodedFrame> packets;
@@ -309,7 +321,29 @@ void LiveSession::ProcessOne(Decoded& item) {
   }
   const double t2 = NowMs();
   m_encode_->Observe(t2 - t1);
+  speed_.OnFrame(t2, t2 - item.decoded_ms);
   Emit(item, packets.data(), packets.size(), t2, &rep);
+}
+
+void LiveSession::Shed(double now_ms) {
+  const int level = speed_.Level(now_ms);
+  // Encoder speed first, then detection cadence: a faster encoder costs picture quality
+  // alone; a sparser detection widens the masks and leans on the tracker.
+  const int enc_steps = encoder_ ? encoder_->max_speed_step() : 0;
+  if (encoder_) {
+    encoder_->SetSpeedStep(std::min(level, enc_steps));
+    if (enc_step_.exchange(std::min(level, enc_steps)) != std::min(level, enc_steps) || speed_name_empty_) {
+      MutexLock lk(speed_name_mu_);
+      speed_name_ = encoder_->SpeedName(std::min(level, enc_steps));
+      speed_name_empty_ = false;
+    }
+  }
+  privacy_->set_extra_every(std::max(0, level - enc_steps));
+  detect_every_ = privacy_->current_every();
+  shed_level_ = level;
+  overloaded_ = speed_.overloaded();
+  shed_ups_ = speed_.steps_up();
+  shed_downs_ = speed_.steps_down();
 }
 
 Result<SessionSnapshot> LiveSession::Snapshot(int max_width) {
@@ -375,6 +409,17 @@ LiveSessionStats LiveSession::stats() const {
   s.frames_forwarded = forwarded_;
   s.publisher_keyframe_requests = publisher_key_requests_;
   s.forwarding = forwarding_now_;
+  s.shed_level = shed_level_;
+  s.max_shed_level = max_shed_level_;
+  s.encoder_speed_step = enc_step_;
+  s.detect_every = detect_every_;
+  s.overloaded = overloaded_;
+  s.shed_steps_up = shed_ups_;
+  s.shed_steps_down = shed_downs_;
+  {
+    MutexLock lk(speed_name_mu_);
+    s.encoder_speed = speed_name_;
+  }
   s.width = out_w_;
   s.height = out_h_;
   s.viewers = sender_->viewers();
@@ -435,6 +480,8 @@ LiveSessionStats LiveSession::Tick() {
   if (history_.Due(now))  // the histogram snapshot only when a point is taken
     history_.Update(now, UnixMs(), {s.frames_in, uint64_t(s.privacy.fail_closed), s.stale_drops, m_total_->cumulative()});
   m_viewers_->Set(double(s.viewers));
+  m_shed_level_->Set(double(s.shed_level));
+  m_enc_step_->Set(double(s.encoder_speed_step));
   return s;
 }
 

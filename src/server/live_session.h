@@ -27,6 +27,7 @@
 #include "privacy/privacy_stage.h"
 #include "server/session_history.h"
 #include "server/snapshot.h"
+#include "server/speed_control.h"
 #include "transport/rtp/rtp_receiver.h"
 #include "transport/rtp/rtp_sender.h"
 #include "transport/rtp/udp_relay.h"
@@ -50,6 +51,7 @@ struct LiveSessionConfig {
   // timestamp line for the viewers) instead of re-encoding the decoded picture. false: re-encode.
   bool bypass_forward = true;
   bool audio = true;             // open an Opus RTP port relayed to viewers
+  SpeedControlConfig speed;      // load shedding: encoder speed, then detection cadence
   size_t history_points = 300;   // the figures' history: points kept ...
   double history_interval_ms = 1000;  // ... one per interval
 };
@@ -75,6 +77,13 @@ struct LiveSessionStats {
   uint64_t frames_forwarded = 0;     // of frames_out: the publisher's own frames (bypass forwarding)
   uint64_t publisher_keyframe_requests = 0;  // asked for to resume forwarding (WHIP ingest: RTCP PLI)
   bool forwarding = false;           // the last frame out was forwarded
+  // Load shedding (server/speed_control.h): the level (0 = as configured) of max_shed_level,
+  // the encoder's speed step and setting, the detection cadence in frames; overloaded: the
+  // last window overused at the last level.
+  int shed_level = 0, max_shed_level = 0, encoder_speed_step = 0, detect_every = 0;
+  std::string encoder_speed;
+  bool overloaded = false;
+  uint64_t shed_steps_up = 0, shed_steps_down = 0;
   PrivacyCounters privacy;
   RtpReceiverStats rtp;
   UdpRelayStats audio;
@@ -202,6 +211,15 @@ class LiveSession {
   uint64_t last_forwarded_seq_ GUARDED_BY(emit_mu_) = 0;
   std::atomic<uint64_t> resolution_changes_{0};
   std::unique_ptr<PrivacyStage> privacy_;     // worker thread only
+  SpeedControl speed_;                        // worker thread only
+  void Shed(double now_ms);                   // worker thread: applies speed_'s level
+  // What stats() shows of the shedding (the worker writes).
+  std::atomic<int> shed_level_{0}, max_shed_level_{0}, enc_step_{0}, detect_every_{0};
+  std::atomic<bool> overloaded_{false};
+  std::atomic<uint64_t> shed_ups_{0}, shed_downs_{0};
+  mutable Mutex speed_name_mu_;
+  std::string speed_name_ GUARDED_BY(speed_name_mu_);
+  bool speed_name_empty_ = true;              // worker thread
   LatestQueue<Decoded> queue_;
   std::thread worker_;
   std::atomic<bool> stop_{false};
@@ -245,6 +263,7 @@ class LiveSession {
             *m_track_ = nullptr, *m_mosaic_ = nullptr, *m_encode_ = nullptr, *m_send_ = nullptr,
             *m_total_ = nullptr;
   Counter *m_forwarded_ = nullptr;
+  Gauge *m_shed_level_ = nullptr, *m_enc_step_ = nullptr;
   Counter *m_stale_ = nullptr, *m_fail_closed_ = nullptr, *m_in_ = nullptr, *m_out_ = nullptr,
           *m_viewer_drops_ = nullptr, *m_lost_ = nullptr, *m_decode_errors_ = nullptr;
   Gauge *m_fps_in_ = nullptr, *m_fps_out_ = nullptr, *m_jitter_ = nullptr, *m_viewers_ = nullptr;

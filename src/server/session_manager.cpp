@@ -148,6 +148,9 @@ ApiError SessionManager::Create(const CreateSpec& spec, const std::string& calle
   c.ingest_address = deps_.server.rtp_address;
   c.viewer_queue_frames = size_t(deps_.server.viewer_queue);
   c.bypass_forward = deps_.server.bypass_forward;
+  c.speed.enabled = deps_.server.shed;
+  c.speed.calm_ms = deps_.server.shed_calm_s * 1000;
+  c.speed.calm_max_ms = std::max(c.speed.calm_max_ms, 8 * c.speed.calm_ms);
   c.audio = spec.audio;
   c.ingest = spec.ingest;
   c.history_interval_ms = deps_.server.history_interval_ms;

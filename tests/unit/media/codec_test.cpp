@@ -45,7 +45,10 @@ void RoundTrip(const std::string& codec) {
   auto dec = VideoDecoder::Open(codec, 1);
   ASSERT_TRUE(dec.ok()) << dec.error();
   std::vector<EncodedFrame> packets;
-  for (size_t i = 0; i < frames.size(); ++i) ASSERT_TRUE((*enc)->Encode(*frames[i], i == 10, packets).ok());
+  for (size_t i = 0; i < frames.size(); ++i) {
+    const Status s = (*enc)->Encode(*frames[i], i == 10, packets);
+    ASSERT_TRUE(s.ok()) << s.message();
+  }
   ASSERT_TRUE((*enc)->Flush(packets).ok());
   ASSERT_EQ(packets.size(), frames.size());
   EXPECT_TRUE(packets[0].keyframe);

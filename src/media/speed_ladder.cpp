@@ -1,0 +1,94 @@
+#include "media/speed_ladder.h"
+
+#include <cmath>
+#include <memory>
+
+#include "core/clock.h"
+#include "core/frame.h"
+#include "media/codec.h"
+#include "media/reader.h"
+
+namespace veil {
+namespace {
+
+// Sum of squared differences of one plane.
+double Sse(const Plane& a, const Plane& b) {
+  double s = 0;
+  for (int y = 0; y < a.height; ++y) {
+    const uint8_t *p = a.row(y), *q = b.row(y);
+    int64_t r = 0;
+    for (int x = 0; x < a.width; ++x) {
+      const int d = int(p[x]) - int(q[x]);
+      r += d * d;
+    }
+    s += double(r);
+  }
+  return s;
+}
+
+double Psnr(double sse, double samples) {
+  if (samples <= 0) return 0;
+  const double mse = sse / samples;
+  return mse <= 1e-12 ? 99.0 : 10.0 * std::log10(255.0 * 255.0 / mse);
+}
+
+}  // namespace
+
+Result<std::vector<SpeedStepCost>> MeasureSpeedLadder(const std::string& input, const std::string& codec,
+                                                      const EncoderOptions& o, int64_t max_frames) {
+  std::vector<SpeedStepCost> out;
+  int steps = 1;
+  for (int step = 0; step < steps; ++step) {
+    auto reader = MediaReader::Open(input);
+    if (!reader) return reader.status();
+    const VideoInfo& vi = (*reader)->info();
+    auto enc = VideoEncoder::Open(codec, vi, o);
+    if (!enc) return enc.status();
+    auto dec = VideoDecoder::Open(codec, 1);
+    if (!dec) return dec.status();
+    steps = (*enc)->max_speed_step() + 1;
+    (*enc)->SetSpeedStep(step);
+    SpeedStepCost c;
+    c.step = step;
+    c.setting = (*enc)->SpeedName(step);
+    double sse_y = 0, sse_all = 0, samples_y = 0, samples_all = 0, bytes = 0, cpu = 0;
+    std::vector<EncodedFrame> packets;
+    std::vector<FramePtr> decoded;
+    for (;;) {
+      if (max_frames > 0 && c.frames >= max_frames) break;
+      ReadItem item = (*reader)->Next();
+      if (std::holds_alternative<EndOfStream>(item)) break;
+      auto* fp = std::get_if<FramePtr>(&item);
+      if (!fp) continue;  // audio
+      const Frame& f = **fp;
+      packets.clear();
+      const double t0 = ThreadCpuMs();
+      if (Status s = (*enc)->Encode(f, c.frames == 0, packets); !s) return s;
+      cpu += ThreadCpuMs() - t0;
+      for (const EncodedFrame& p : packets) {
+        bytes += double(p.data.size());
+        decoded.clear();
+        if (Status s = (*dec)->Decode(p.data.data(), p.data.size(), p.pts, decoded); !s) return s;
+        for (const FramePtr& d : decoded) {
+          if (d->width != f.width || d->height != f.height) return Status::Error("decoded size differs from the input's");
+          const double y = Sse(f.y, d->y);
+          sse_y += y;
+          sse_all += y + Sse(f.u, d->u) + Sse(f.v, d->v);
+          samples_y += double(f.width) * f.height;
+          samples_all += double(f.width) * f.height + 2.0 * f.u.width * f.u.height;
+        }
+      }
+      ++c.frames;
+    }
+    if (c.frames == 0) return Status::Error(input + " has no video frames");
+    if (!(*reader)->end_status().ok()) return (*reader)->end_status();
+    c.encode_cpu_ms = cpu / double(c.frames);
+    c.psnr_y = Psnr(sse_y, samples_y);
+    c.psnr_yuv = Psnr(sse_all, samples_all);
+    c.kbps = bytes * 8.0 / 1000.0 / (double(c.frames) / (vi.fps > 0 ? vi.fps : 30.0));
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+}  // namespace veil

@@ -1,0 +1,29 @@
+// What each speed step of a live encoder costs and gives up, on a real input: CPU per frame
+// of the encode, PSNR of the decoded output against the input, and the bitrate, all at the
+// same target bitrate. `veil bench --speed-steps` prints it; the load-adaptive speed
+// (server/speed_control.h) walks these steps.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "media/media_types.h"
+
+namespace veil {
+
+struct SpeedStepCost {
+  int step = 0;
+  std::string setting;      // e.g. "cpu-used 12", "superfast"
+  int64_t frames = 0;
+  double encode_cpu_ms = 0;  // per frame, the encode only (this thread's CPU)
+  double psnr_y = 0;        // dB, luma, over all frames (from the summed squared error)
+  double psnr_yuv = 0;      // dB, all three planes weighted by their samples
+  double kbps = 0;          // the output's bitrate at the input's frame rate
+};
+
+// Encodes the first max_frames of `input` (0 = all) at every step of the live encoder for
+// `codec` (vp8 | h264) with options `o`, one run per step, in order.
+Result<std::vector<SpeedStepCost>> MeasureSpeedLadder(const std::string& input, const std::string& codec,
+                                                      const EncoderOptions& o, int64_t max_frames);
+
+}  // namespace veil

@@ -1,0 +1,149 @@
+// The live VP8 encoder: libvpx itself rather than through FFmpeg, because libvpx takes a new
+// cpu-used between any two frames (VP8E_SET_CPUUSED) without a keyframe or a reset of its rate
+// control, which FFmpeg's wrapper only sets at open. The settings are FFmpeg's for the same
+// options (ffmpeg_codec.cpp: realtime deadline, no lag, qmin 4 / qmax 56, VBR at the bitrate,
+// keyframes at most keyint apart), so the offline path and the live one encode alike.
+#include <vpx/vp8cx.h>
+#include <vpx/vpx_encoder.h>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+
+#include "media/codec.h"
+
+namespace veil {
+namespace {
+
+class VpxEncoder final : public VideoEncoder {
+ public:
+  ~VpxEncoder() override {
+    if (open_) vpx_codec_destroy(&codec_);
+  }
+
+  Status Open(const VideoInfo& vi, const EncoderOptions& o) {
+    if (vi.width <= 0 || vi.height <= 0 || vi.width > 8192 || vi.height > 8192)
+      return Status::Error("output size out of range");
+    if (o.threads < 1 || o.threads > 64) return Status::Error("encoder threads must be in [1, 64]");
+    if (o.bitrate_kbps < 0 || o.bitrate_kbps > 200000) return Status::Error("bitrate must be in [0, 200000] kbps");
+    if (o.keyint_frames < 1 || o.keyint_frames > 10000) return Status::Error("keyint must be in [1, 10000] frames");
+    if (o.vp8_speed < -16 || o.vp8_speed > 16) return Status::Error("vp8 speed must be in [-16, 16]");
+    if (vi.tb_num <= 0 || vi.tb_den <= 0) return Status::Error("time base must be positive");
+    ladder_ = Vp8SpeedLadder(o.vp8_speed);
+    adaptive_ = o.vp8_speed > 0;
+    vpx_codec_enc_cfg_t cfg;
+    if (vpx_codec_enc_config_default(vpx_codec_vp8_cx(), &cfg, 0) != VPX_CODEC_OK)
+      return Status::Error("libvpx has no default VP8 configuration");
+    const double fps = vi.fps > 0 ? vi.fps : 30.0;
+    cfg.g_w = unsigned(vi.width);
+    cfg.g_h = unsigned(vi.height);
+    cfg.g_timebase = {vi.tb_num, vi.tb_den};
+    cfg.g_threads = unsigned(o.threads);
+    cfg.g_lag_in_frames = 0;
+    cfg.g_pass = VPX_RC_ONE_PASS;
+    cfg.rc_end_usage = VPX_VBR;
+    const int64_t kbps = o.bitrate_kbps > 0 ? o.bitrate_kbps
+                                            : std::clamp<int64_t>(int64_t(vi.width) * vi.height * fps / 11000, 300, 20000);
+    cfg.rc_target_bitrate = unsigned(kbps);
+    cfg.rc_min_quantizer = 4;
+    cfg.rc_max_quantizer = 56;
+    cfg.kf_mode = VPX_KF_AUTO;
+    cfg.kf_max_dist = unsigned(o.keyint_frames);
+    cfg.kf_min_dist = 0;
+    if (vpx_codec_enc_init(&codec_, vpx_codec_vp8_cx(), &cfg, 0) != VPX_CODEC_OK)
+      return Status::Error(std::string("cannot open the libvpx VP8 encoder: ") + vpx_codec_error(&codec_));
+    open_ = true;
+    width_ = vi.width;
+    height_ = vi.height;
+    duration_ = std::max<int64_t>(1, std::llround(double(vi.tb_den) / (double(vi.tb_num) * fps)));
+    vpx_codec_control(&codec_, VP8E_SET_STATIC_THRESHOLD, 0u);
+    return ApplySpeed(0);
+  }
+
+  Status Encode(const Frame& f, bool force_keyframe, std::vector<EncodedFrame>& out) override {
+    if (f.width != width_ || f.height != height_) return Status::Error("frame size differs from the encoder's");
+    if (want_ != step_)
+      if (Status s = ApplySpeed(want_); !s) return s;
+    vpx_image_t img;
+    vpx_img_wrap(&img, VPX_IMG_FMT_I420, unsigned(f.width), unsigned(f.height), 1, f.y.data);
+    img.planes[VPX_PLANE_Y] = f.y.data;
+    img.planes[VPX_PLANE_U] = f.u.data;
+    img.planes[VPX_PLANE_V] = f.v.data;
+    img.stride[VPX_PLANE_Y] = f.y.stride;
+    img.stride[VPX_PLANE_U] = f.u.stride;
+    img.stride[VPX_PLANE_V] = f.v.stride;
+    // libvpx's rate control reads the time between frames from the pts: feed it a monotonic
+    // one (a live pts is a 32-bit RTP timestamp, which wraps), and hand the caller's back.
+    vpx_codec_pts_t pts = 0;
+    if (have_pts_) {
+      int64_t d = f.pts - last_in_pts_;
+      if (d <= 0 || d >= (int64_t(1) << 31)) d = int64_t(int32_t(uint32_t(f.pts) - uint32_t(last_in_pts_)));
+      pts = last_pts_ + (d > 0 ? d : duration_);  // a repeated or backward pts: one frame on
+    }
+    have_pts_ = true;
+    last_in_pts_ = f.pts;
+    last_pts_ = pts;
+    pending_pts_ = f.pts;
+    const vpx_enc_frame_flags_t flags = force_keyframe ? VPX_EFLAG_FORCE_KF : 0;
+    if (vpx_codec_encode(&codec_, &img, pts, duration_, flags, VPX_DL_REALTIME) != VPX_CODEC_OK)
+      return Status::Error(std::string("encoder rejected frame: ") + vpx_codec_error(&codec_));
+    return Drain(out);
+  }
+
+  Status Flush(std::vector<EncodedFrame>& out) override {
+    if (vpx_codec_encode(&codec_, nullptr, 0, 0, 0, VPX_DL_REALTIME) != VPX_CODEC_OK)
+      return Status::Error(std::string("encoder flush: ") + vpx_codec_error(&codec_));
+    return Drain(out);
+  }
+
+  int max_speed_step() const override { return int(ladder_.size()) - 1; }
+  void SetSpeedStep(int step) override { want_ = std::clamp(step, 0, max_speed_step()); }
+  std::string SpeedName(int step) const override {
+    const int v = ladder_[size_t(std::clamp(step, 0, max_speed_step()))];
+    return "cpu-used " + std::to_string(adaptive_ ? v : -v);
+  }
+
+ private:
+  Status ApplySpeed(int step) {
+    const int v = ladder_[size_t(step)];
+    // Negative: that speed, fixed; positive: libvpx adapts from it to its own CPU estimate.
+    if (vpx_codec_control(&codec_, VP8E_SET_CPUUSED, adaptive_ ? v : -v) != VPX_CODEC_OK)
+      return Status::Error(std::string("libvpx refused cpu-used: ") + vpx_codec_error(&codec_));
+    step_ = step;
+    return Status::Ok();
+  }
+
+  Status Drain(std::vector<EncodedFrame>& out) {
+    vpx_codec_iter_t it = nullptr;
+    while (const vpx_codec_cx_pkt_t* p = vpx_codec_get_cx_data(&codec_, &it)) {
+      if (p->kind != VPX_CODEC_CX_FRAME_PKT) continue;
+      EncodedFrame ef;
+      const auto* b = static_cast<const uint8_t*>(p->data.frame.buf);
+      ef.data.assign(b, b + p->data.frame.sz);
+      ef.pts = pending_pts_;  // no lag: the frame just given
+      ef.keyframe = (p->data.frame.flags & VPX_FRAME_IS_KEY) != 0;
+      out.push_back(std::move(ef));
+    }
+    return Status::Ok();
+  }
+
+  vpx_codec_ctx_t codec_{};
+  bool open_ = false;
+  bool adaptive_ = false;
+  std::vector<int> ladder_;
+  int want_ = 0;
+  int width_ = 0, height_ = 0;
+  int64_t duration_ = 1;
+  bool have_pts_ = false;
+  int64_t last_in_pts_ = 0, last_pts_ = 0, pending_pts_ = 0;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<VideoEncoder>> OpenVpxEncoder(const VideoInfo& vi, const EncoderOptions& o) {
+  auto e = std::make_unique<VpxEncoder>();
+  if (Status s = e->Open(vi, o); !s) return s;
+  return std::unique_ptr<VideoEncoder>(std::move(e));
+}
+
+}  // namespace veil

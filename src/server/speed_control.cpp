@@ -1,0 +1,78 @@
+#include "server/speed_control.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace veil {
+
+Status Validate(const SpeedControlConfig& c) {
+  if (!(c.window_ms >= 100 && c.window_ms <= 60000)) return Status::Error("speed control window_ms must be in [100, 60000]");
+  if (!(c.low > 0 && c.low < c.high && c.high <= 5)) return Status::Error("speed control needs 0 < low < high <= 5");
+  if (!(c.stale_share >= 0 && c.stale_share < 1)) return Status::Error("speed control stale_share must be in [0, 1)");
+  if (!(c.calm_ms >= c.window_ms && c.calm_ms <= c.calm_max_ms && c.calm_max_ms <= 3600000))
+    return Status::Error("speed control needs window_ms <= calm_ms <= calm_max_ms <= 3600000");
+  return Status::Ok();
+}
+
+SpeedControl::SpeedControl(const SpeedControlConfig& c, double budget_ms, int max_level)
+    : cfg_(c), budget_ms_(budget_ms), max_level_(std::max(0, max_level)), calm_need_ms_(c.calm_ms) {}
+
+void SpeedControl::set_max_level(int m) {
+  max_level_ = std::max(0, m);
+  level_ = std::min(level_, max_level_);
+}
+
+void SpeedControl::OnFrame(double now_ms, double latency_ms) {
+  if (window_start_ < 0) window_start_ = now_ms;
+  lat_.push_back(latency_ms);
+}
+
+void SpeedControl::OnStale(double now_ms) {
+  if (window_start_ < 0) window_start_ = now_ms;
+  ++stale_;
+}
+
+int SpeedControl::Level(double now_ms) {
+  if (cfg_.enabled && window_start_ >= 0 && now_ms - window_start_ >= cfg_.window_ms) Judge(now_ms);
+  return cfg_.enabled ? level_ : 0;
+}
+
+void SpeedControl::Judge(double now_ms) {
+  const size_t n = lat_.size();
+  const double total = double(n) + stale_;
+  double p90 = 0;
+  if (n > 0) {
+    const size_t k = std::min(n - 1, size_t(std::ceil(0.9 * double(n))) - 1);
+    std::nth_element(lat_.begin(), lat_.begin() + std::ptrdiff_t(k), lat_.end());
+    p90 = lat_[k];
+  }
+  const bool over = total > 0 && (p90 > cfg_.high * budget_ms_ || stale_ > cfg_.stale_share * total);
+  const bool calm = total > 0 && stale_ == 0 && p90 < cfg_.low * budget_ms_;
+  overloaded_ = over && level_ >= max_level_;
+  if (over) {
+    calm_since_ = -1;
+    if (level_ < max_level_) {
+      ++level_;
+      ++ups_;
+      // Taking a level back did not hold: wait longer before the next try.
+      if (now_ms - last_down_ms_ < cfg_.calm_max_ms) calm_need_ms_ = std::min(cfg_.calm_max_ms, calm_need_ms_ * 2);
+    }
+  } else if (calm) {
+    if (calm_since_ < 0) calm_since_ = window_start_;
+    if (level_ > 0 && now_ms - calm_since_ >= calm_need_ms_) {
+      --level_;
+      ++downs_;
+      last_down_ms_ = now_ms;
+      calm_since_ = now_ms;  // the next level back needs its own calm stretch
+    }
+  } else {
+    calm_since_ = -1;
+  }
+  // A long stretch without overuse: back to the quick pace.
+  if (now_ms - last_down_ms_ > cfg_.calm_max_ms && !over) calm_need_ms_ = cfg_.calm_ms;
+  lat_.clear();
+  stale_ = 0;
+  window_start_ = now_ms;
+}
+
+}  // namespace veil

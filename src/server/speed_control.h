@@ -1,0 +1,66 @@
+// Load shedding inside one session, in the manner of libwebrtc's CPU overuse detector: each
+// window (1 s) the session's worker reports how late its frames left (decoded -> encoded, wall
+// clock, so a CPU that other work takes shows as it does to the viewer) and how many it dropped
+// as stale. When the frame budget is threatened the session sheds one level; after a calm
+// stretch it takes one back. The levels are, in this order (docs/capacity.md):
+//   1 .. E       the encoder's speed steps (libvpx cpu-used, x264 preset), cheapest last;
+//   E+1 .. E+C   detection every frame more, up to what the privacy bound allows
+//                (privacy.max_result_age_ms: a result may still be half the bound late);
+// Frame rate and privacy are not levels: frames are only dropped when they are already stale,
+// and fail-closed stays as it is. A session at its last level that still overuses is
+// overloaded(); the node then refuses new viewers, and last ends its newest session
+// (SessionManager).
+#pragma once
+#include <vector>
+
+#include "core/status.h"
+
+namespace veil {
+
+struct SpeedControlConfig {
+  bool enabled = true;        // false: the configured speed and cadence, always
+  double window_ms = 1000;    // judged once per window
+  double high = 0.7;          // overuse: the window's p90 latency above high x budget, ...
+  double stale_share = 0.05;  // ... or more than this share of its frames dropped as stale
+  double low = 0.4;           // headroom: p90 under low x budget and nothing stale
+  double calm_ms = 5000;      // headroom this long before one level back
+  double calm_max_ms = 40000; // a level taken back that overused again within calm_max_ms doubles calm (up to this)
+};
+
+Status Validate(const SpeedControlConfig& c);
+
+class SpeedControl {
+ public:
+  SpeedControl(const SpeedControlConfig& c, double budget_ms, int max_level);
+  // The session's worker, per frame: a frame that left after latency_ms, or one dropped stale.
+  void OnFrame(double now_ms, double latency_ms);
+  void OnStale(double now_ms);
+  // Judges the window when it is over; the level to run at now (0 = as configured).
+  int Level(double now_ms);
+  int level() const { return level_; }
+  int max_level() const { return max_level_; }
+  void set_max_level(int m);  // a new encoder (another codec or size) can have other steps
+  // The last judged window overused at the last level: nothing left to shed in the session.
+  bool overloaded() const { return overloaded_; }
+  double current_calm_ms() const { return calm_need_ms_; }
+  uint64_t steps_up() const { return ups_; }
+  uint64_t steps_down() const { return downs_; }
+
+ private:
+  void Judge(double now_ms);
+
+  const SpeedControlConfig cfg_;
+  const double budget_ms_;
+  int max_level_;
+  int level_ = 0;
+  bool overloaded_ = false;
+  double window_start_ = -1;
+  std::vector<double> lat_;
+  int stale_ = 0;
+  double calm_since_ = -1;     // start of the current run of calm windows
+  double calm_need_ms_;
+  double last_down_ms_ = -1e18;
+  uint64_t ups_ = 0, downs_ = 0;
+};
+
+}  // namespace veil

@@ -1,0 +1,125 @@
+// The session's load shedding (server/speed_control.h), driven by a fake clock and fake frame
+// latencies: the order of the levels is the session's business (live_session_test); here,
+// when a level is taken and when it is given back.
+#include "server/speed_control.h"
+
+#include <gtest/gtest.h>
+
+namespace veil {
+namespace {
+
+constexpr double kBudget = 33.0;
+
+// One second of 30 frames, each leaving after `latency` ms, `stale` of them dropped instead;
+// the window is judged at its end.
+double Second(SpeedControl& c, double t, double latency, int stale = 0) {
+  for (int i = 0; i < 30; ++i) {
+    const double now = t + i * 1000.0 / 30;
+    if (i < stale)
+      c.OnStale(now);
+    else
+      c.OnFrame(now, latency);
+    c.Level(now);
+  }
+  c.Level(t + 1000);
+  return t + 1000;
+}
+
+TEST(SpeedControl, ShedsOneLevelPerOverusedWindowUpToItsLast) {
+  SpeedControl c({}, kBudget, 3);
+  double t = 0;
+  t = Second(c, t, 10);  // comfortable
+  EXPECT_EQ(c.level(), 0);
+  t = Second(c, t, 30);  // p90 above 0.7 x budget
+  EXPECT_EQ(c.level(), 1);
+  t = Second(c, t, 30);
+  EXPECT_EQ(c.level(), 2);
+  EXPECT_FALSE(c.overloaded());
+  t = Second(c, t, 30);
+  EXPECT_EQ(c.level(), 3);
+  t = Second(c, t, 30);  // nothing left to shed
+  EXPECT_EQ(c.level(), 3);
+  EXPECT_TRUE(c.overloaded());
+  EXPECT_EQ(c.steps_up(), 3u);
+}
+
+TEST(SpeedControl, StaleDropsAloneAreOveruse) {
+  SpeedControl c({}, kBudget, 4);
+  double t = Second(c, 0, 12, /*stale=*/3);  // fast frames, but 10% dropped: the worker is starved
+  EXPECT_EQ(c.level(), 1);
+  t = Second(c, t, 12, /*stale=*/1);  // one in 30 is within the 5% share
+  EXPECT_EQ(c.level(), 1);
+}
+
+TEST(SpeedControl, GivesALevelBackOnlyAfterACalmStretch) {
+  SpeedControlConfig cfg;
+  cfg.calm_ms = 5000;
+  SpeedControl c(cfg, kBudget, 4);
+  double t = Second(c, 0, 30);
+  t = Second(c, t, 30);
+  ASSERT_EQ(c.level(), 2);
+  // Neither over nor calm (p90 between 0.4 and 0.7 of the budget): stays.
+  for (int i = 0; i < 10; ++i) t = Second(c, t, 20);
+  EXPECT_EQ(c.level(), 2);
+  // Calm: one level back after 5 s, the next after 5 s more, never two at once.
+  for (int i = 0; i < 4; ++i) t = Second(c, t, 8);
+  EXPECT_EQ(c.level(), 2);
+  t = Second(c, t, 8);
+  t = Second(c, t, 8);
+  EXPECT_EQ(c.level(), 1);
+  for (int i = 0; i < 5; ++i) t = Second(c, t, 8);
+  EXPECT_EQ(c.level(), 0);
+  EXPECT_EQ(c.steps_down(), 2u);
+}
+
+TEST(SpeedControl, ALevelGivenBackThatOverloadsAgainWaitsTwiceAsLong) {
+  SpeedControlConfig cfg;
+  cfg.calm_ms = 3000;
+  cfg.calm_max_ms = 24000;
+  SpeedControl c(cfg, kBudget, 4);
+  double t = Second(c, 0, 30);
+  ASSERT_EQ(c.level(), 1);
+  for (int i = 0; i < 4; ++i) t = Second(c, t, 8);
+  ASSERT_EQ(c.level(), 0);
+  t = Second(c, t, 30);  // the level it gave back was needed
+  ASSERT_EQ(c.level(), 1);
+  EXPECT_DOUBLE_EQ(c.current_calm_ms(), 6000);
+  for (int i = 0; i < 5; ++i) t = Second(c, t, 8);
+  EXPECT_EQ(c.level(), 1);  // 5 s calm is no longer enough
+  for (int i = 0; i < 2; ++i) t = Second(c, t, 8);
+  EXPECT_EQ(c.level(), 0);
+}
+
+TEST(SpeedControl, DisabledStaysAtTheConfiguredLevel) {
+  SpeedControlConfig cfg;
+  cfg.enabled = false;
+  SpeedControl c(cfg, kBudget, 4);
+  double t = 0;
+  for (int i = 0; i < 5; ++i) t = Second(c, t, 60, 10);
+  EXPECT_EQ(c.Level(t), 0);
+}
+
+TEST(SpeedControl, ANewEncoderWithFewerStepsClampsTheLevel) {
+  SpeedControl c({}, kBudget, 4);
+  double t = 0;
+  for (int i = 0; i < 4; ++i) t = Second(c, t, 30);
+  ASSERT_EQ(c.level(), 4);
+  c.set_max_level(2);
+  EXPECT_EQ(c.level(), 2);
+}
+
+TEST(SpeedControl, RejectsAbsurdSettings) {
+  SpeedControlConfig c;
+  EXPECT_TRUE(Validate(c).ok());
+  c.low = 0.8;  // above high
+  EXPECT_FALSE(Validate(c).ok());
+  c = {};
+  c.window_ms = 10;
+  EXPECT_FALSE(Validate(c).ok());
+  c = {};
+  c.calm_ms = 100000;  // above calm_max_ms
+  EXPECT_FALSE(Validate(c).ok());
+}
+
+}  // namespace
+}  // namespace veil
