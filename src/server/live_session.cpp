@@ -275,6 +275,9 @@ void LiveSession::ProcessOne(Decoded& item) {
     speed_.OnStale(start);
     return;
   }
+  if (const double hog = inject_cpu_ms_.load(); hog > 0)
+    for (const double c0 = ThreadCpuMs(); ThreadCpuMs() - c0 < hog;) {
+    }
   Shed(start);
   Frame& f = *item.frame;
   f.index = int64_t(frames_in_.load());  // arrival order drives cadence and result age

@@ -127,6 +127,9 @@ class LiveSession {
     if (mode_.exchange(m) != m) want_keyframe_ = true;
   }
   Mode mode() const { return mode_.load(); }
+  // Fault injection (tests): the worker burns this much CPU per frame before its work, as a
+  // neighbour taking the core would; 0 = off.
+  void InjectWorkerCpuMs(double ms) { inject_cpu_ms_ = ms; }
   LiveSessionStats stats() const;
   // CPU the session's own work took (decode on the ingest thread; privacy and encode on its
   // worker), ms since it started: the capacity model learns from it (server/capacity.h).
@@ -216,6 +219,7 @@ class LiveSession {
   // What stats() shows of the shedding (the worker writes).
   std::atomic<int> shed_level_{0}, max_shed_level_{0}, enc_step_{0}, detect_every_{0};
   std::atomic<bool> overloaded_{false};
+  std::atomic<double> inject_cpu_ms_{0};
   std::atomic<uint64_t> shed_ups_{0}, shed_downs_{0};
   mutable Mutex speed_name_mu_;
   std::string speed_name_ GUARDED_BY(speed_name_mu_);

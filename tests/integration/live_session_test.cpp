@@ -408,5 +408,83 @@ TEST(LiveSession, BypassForwardsThePublishersFramesAcrossModeSwitches) {
   EXPECT_TRUE(st.forwarding);
 }
 
+// Load shedding (issue 12): with a CPU hog injected into the session's worker, the frames leave
+// late and the session sheds levels in order: the encoder's speed steps first (libvpx cpu-used
+// -8 .. -16), then one frame of detection cadence (3 -> 4, what the 200-ms privacy bound
+// allows); it never gives up privacy (ground truth) or fails closed for it. When the hog stops
+// it takes the levels back, one per calm second.
+TEST(LiveSession, ShedsEncoderSpeedThenCadenceUnderAnInjectedCpuHogAndTakesThemBack) {
+  const Source src = LoadSource(240);
+  ASSERT_EQ(src.packets.size(), 240u);
+  const test::GroundTruthClip& clip = Truth();
+  ASSERT_TRUE(clip.ok()) << "the leakcheck clip is missing: run scripts/make-test-media.sh";
+  LiveSessionConfig cfg;
+  cfg.speed.window_ms = 500;
+  cfg.speed.calm_ms = 1000;
+  cfg.speed.calm_max_ms = 8000;
+  Rig rig("shed", cfg);
+  ASSERT_TRUE(rig.ok());
+  Viewer viewer;
+  ASSERT_TRUE(rig.session->AddViewer("127.0.0.1", viewer.rx->port()).ok());
+
+  Publish(*rig.tx, src, 0, 30);
+  const LiveSessionStats before = rig.session->stats();
+  EXPECT_EQ(before.shed_level, 0);
+  EXPECT_EQ(before.encoder_speed, "cpu-used -8");
+  EXPECT_EQ(before.detect_every, 3);
+  EXPECT_EQ(before.max_shed_level, 5) << "4 encoder steps (-10, -12, -14, -16) and one of cadence";
+
+  // The hog: every frame's work now starts 30 ms late. Levels are taken one per window, and
+  // every one is visible in the stats on the way.
+  rig.session->InjectWorkerCpuMs(30);
+  std::vector<int> levels;
+  std::thread watch([&] {
+    for (int i = 0; i < 80; ++i) {
+      const LiveSessionStats s = rig.session->stats();
+      if (levels.empty() || levels.back() != s.shed_level) levels.push_back(s.shed_level);
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  });
+  Publish(*rig.tx, src, 30, 150);
+  watch.join();
+  const LiveSessionStats hog = rig.session->stats();
+  std::printf("under the hog: level %d of %d (%s, detect every %d), overloaded %d, stale %llu, levels seen",
+              hog.shed_level, hog.max_shed_level, hog.encoder_speed.c_str(), hog.detect_every, int(hog.overloaded),
+              (unsigned long long)hog.stale_drops);
+  for (int l : levels) std::printf(" %d", l);
+  std::printf("\n");
+  EXPECT_EQ(hog.shed_level, 5);
+  EXPECT_EQ(hog.encoder_speed, "cpu-used -16");
+  EXPECT_EQ(hog.detect_every, 4);
+  EXPECT_TRUE(hog.overloaded) << "nothing left to shed and still late: the node's turn";
+  for (size_t i = 1; i < levels.size(); ++i) {
+    EXPECT_EQ(levels[i], levels[i - 1] + 1) << "one level at a time";
+  }
+  auto [faces, visible] = CountFacesVisible(clip, viewer, 30, 150);
+  std::printf("ground truth under the hog: %d of %d faces visible\n", visible, faces);
+  EXPECT_GT(faces, 80);
+  EXPECT_LE(visible, faces / 50) << "shedding gave up privacy";
+
+  // The hog stops: one level back per calm second (the publisher goes on, from a keyframe).
+  rig.session->InjectWorkerCpuMs(0);
+  const double t0 = NowMs();
+  int next = 240;  // from the clip's start (a keyframe), timestamps going on
+  LiveSessionStats after = rig.session->stats();
+  while (NowMs() - t0 < 12000 && after.shed_level > 0) {
+    ASSERT_TRUE(rig.tx->Send(src.packets[size_t(next % 240)], uint32_t(next * 3000)).ok());
+    ++next;
+    std::this_thread::sleep_for(std::chrono::milliseconds(33));
+    after = rig.session->stats();
+  }
+  std::printf("hog gone: level %d after %.1f s, steps up %llu, down %llu\n", after.shed_level, (NowMs() - t0) / 1000,
+              (unsigned long long)after.shed_steps_up, (unsigned long long)after.shed_steps_down);
+  EXPECT_EQ(after.shed_level, 0);
+  EXPECT_EQ(after.encoder_speed, "cpu-used -8");
+  EXPECT_EQ(after.detect_every, 3);
+  EXPECT_EQ(after.shed_steps_down, 5u);
+  const std::string m = rig.metrics.ExportText();
+  EXPECT_NE(m.find("veil_session_shed_level{session=\"shed\"}"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace veil
