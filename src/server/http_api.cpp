@@ -433,8 +433,10 @@ void HttpApi::Routes() {
         !GetPort(b, "audio_port", res, &aport, false))
       return;
     ViewerInfo v;
-    if (ApiError e = sessions_->AddViewer(req.matches[1], host, vport, aport, Caller(req), &v))
+    if (ApiError e = sessions_->AddViewer(req.matches[1], host, vport, aport, Caller(req), &v)) {
+      if (e.http == 503) res.SetHeader("Retry-After", "5");
       return Error(res, e.http, e.message);
+    }
     SessionInfo info;
     sessions_->Get(req.matches[1], &info);
     res.SetHeader("Location", "/v1/sessions/" + std::string(req.matches[1]) + "/viewers/" + v.id);
@@ -467,6 +469,17 @@ void HttpApi::Routes() {
     if (!GetBool(b, "stall", res, &stall) || !GetBool(b, "fail", res, &fail)) return;
     if (ApiError e = sessions_->InjectFault(stall, fail, Caller(req))) return Error(res, e.http, e.message);
     Reply(res, 200, {{"stall", stall}, {"fail", fail}});
+  });
+  // A CPU hog in one session's worker (fault injection): its frames leave late, and the
+  // load shedding takes its levels (server/speed_control.h).
+  h.Put("/v1/debug/sessions/([A-Za-z0-9_-]{1,64})/cpu_hog", [this](const http::Request& req, http::Response& res) {
+    json b;
+    if (!ParseBody(req, res, {"ms"}, &b)) return;
+    if (!b.contains("ms") || !b["ms"].is_number() || !(b["ms"].get<double>() >= 0 && b["ms"].get<double>() <= 1000))
+      return Error(res, 400, "'ms' must be a number of CPU ms per frame in [0, 1000]");
+    const double ms = b["ms"].get<double>();
+    if (ApiError e = sessions_->InjectCpuHog(req.matches[1], ms, Caller(req))) return Error(res, e.http, e.message);
+    Reply(res, 200, {{"ms", ms}});
   });
 }
 

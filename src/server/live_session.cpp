@@ -345,6 +345,7 @@ void LiveSession::Shed(double now_ms) {
   detect_every_ = privacy_->current_every();
   shed_level_ = level;
   overloaded_ = speed_.overloaded();
+  last_shed_ms_ = now_ms;
   shed_ups_ = speed_.steps_up();
   shed_downs_ = speed_.steps_down();
 }
@@ -416,7 +417,8 @@ LiveSessionStats LiveSession::stats() const {
   s.max_shed_level = max_shed_level_;
   s.encoder_speed_step = enc_step_;
   s.detect_every = detect_every_;
-  s.overloaded = overloaded_;
+  // A verdict of a window long gone (the worker went idle: bypass forwarding, no publisher) is none.
+  s.overloaded = overloaded_ && NowMs() - last_shed_ms_.load() < 3 * cfg_.speed.window_ms;
   s.shed_steps_up = shed_ups_;
   s.shed_steps_down = shed_downs_;
   {

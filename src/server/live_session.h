@@ -220,6 +220,7 @@ class LiveSession {
   std::atomic<int> shed_level_{0}, max_shed_level_{0}, enc_step_{0}, detect_every_{0};
   std::atomic<bool> overloaded_{false};
   std::atomic<double> inject_cpu_ms_{0};
+  std::atomic<double> last_shed_ms_{-1};      // the worker's last Shed(): an idle worker's verdict expires
   std::atomic<uint64_t> shed_ups_{0}, shed_downs_{0};
   mutable Mutex speed_name_mu_;
   std::string speed_name_ GUARDED_BY(speed_name_mu_);

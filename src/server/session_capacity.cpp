@@ -70,6 +70,7 @@ double SessionManager::LoadMsPerS() const {
 
 std::string SessionManager::AdmitReason(const SessionLoad& want) const {
   if (drain_) return "this node is draining and takes no new sessions";
+  if (std::string why = OverloadReason(); !why.empty()) return why;
   const int n = int(sessions_.size());
   if (deps_.server.max_sessions > 0) {
     if (n >= deps_.server.max_sessions)
@@ -122,7 +123,9 @@ void SessionManager::LearnCosts(double process_cpu_ms) {
     const uint64_t frames = ls.frames_in();
     const int w = ls.width(), h = ls.height();
     const Mode mode = ls.mode();
-    Step s{&e, cpu - e.cpu_ms, frames - e.frames_in, mode == e.mode_then && w > 0};
+    // A session that sheds load (a faster encoder, sparser detection) costs less than the model's
+    // sessions do: learning from it would admit more than the node carries.
+    Step s{&e, cpu - e.cpu_ms, frames - e.frames_in, mode == e.mode_then && w > 0 && e.shed_level == 0};
     e.cpu_ms = cpu;
     e.frames_in = frames;
     e.mode_then = mode;

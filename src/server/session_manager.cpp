@@ -83,6 +83,10 @@ Result<std::unique_ptr<SessionManager>> SessionManager::Start(const ServerDeps& 
   if (!source->empty()) spdlog::info("in-process detector: {} ({})", dc.family, *source);
   m->m_sessions_ = &metrics->GetGauge("veil_sessions_active", "Live sessions");
   m->m_created_ = &metrics->GetCounter("veil_sessions_created_total", "Sessions created");
+  m->m_shed_ended_ = &metrics->GetCounter("veil_sessions_shed_total",
+                                          "Sessions ended to shed load (the newest, after every other level)");
+  m->m_overloaded_ = &metrics->GetGauge(
+      "veil_node_overloaded", "1 while a session has shed every level and is still late: new viewers and sessions refused");
   m->m_rejected_ = &metrics->GetCounter("veil_sessions_rejected_total", "Session creations refused at the session limit or the measured capacity");
   m->m_cpu_pct_ = &metrics->GetGauge("veil_process_cpu_percent", "Process CPU over the last second, % of one core");
   m->m_cpu_s_ = &metrics->GetCounter("veil_process_cpu_seconds_total", "Process CPU time, s");
@@ -221,6 +225,7 @@ ApiError SessionManager::Create(const CreateSpec& spec, const std::string& calle
   e.info.id = id;
   e.info.codec = c.codec;
   e.info.created = UtcNowIso();
+  e.created_ms = NowMs();
   e.info.ingest_host = c.ingest_address;
   e.info.ingest = c.ingest;
   e.info.video_port = e.session->ingest_port();
@@ -337,6 +342,7 @@ ApiError SessionManager::AddViewer(const std::string& id, const std::string& hos
   Entry& e = it->second;
   if (int(e.info.viewers.size()) >= deps_.server.max_viewers)
     return {503, "viewer limit reached (" + std::to_string(deps_.server.max_viewers) + ", server.max_viewers)"};
+  if (std::string why = OverloadReason(); !why.empty()) return {503, why};
   for (const ViewerInfo& v : e.info.viewers)
     if (v.host == host && (v.video_port == video_port || (audio_port != 0 && v.audio_port == audio_port)))
       return {409, "a viewer already receives at " + host + ":" + std::to_string(video_port)};
@@ -467,6 +473,7 @@ ApiError SessionManager::Watch(const std::string& id, const std::string& offer_t
     Entry& e = it->second;
     if (int(e.info.viewers.size()) >= deps_.server.max_viewers)
       return {503, "viewer limit reached (" + std::to_string(deps_.server.max_viewers) + ", server.max_viewers)"};
+    if (std::string why = OverloadReason(); !why.empty()) return {503, why};
     key = RandomId("w", 6);  // unguessable: with public viewing, the Location is the only handle
     e.info.viewers.push_back({key, "", 0, 0, "webrtc"});  // holds its place under the limit
   }
@@ -512,6 +519,15 @@ ApiError SessionManager::InjectFault(bool stall, bool fail, const std::string& c
   faults_->Set(stall, fail);
   AddEvent("fault_injection", "", std::string("stall=") + (stall ? "true" : "false") + " fail=" + (fail ? "true" : "false") +
                                       " by " + caller);
+  return {};
+}
+
+ApiError SessionManager::InjectCpuHog(const std::string& id, double ms, const std::string& caller) {
+  if (!deps_.server.fault_injection) return {404, "fault injection is off (inference.fault_injection = false)"};
+  std::shared_ptr<LiveSession> s = Find(id);
+  if (!s) return {404, "no session '" + id + "'"};
+  s->InjectWorkerCpuMs(ms);
+  AddEvent("fault_injection", id, fmt::format("cpu_hog={:g} ms per frame by {}", ms, caller));
   return {};
 }
 
@@ -572,6 +588,44 @@ std::vector<std::string> SessionManager::SessionIds() const {
   return ids;
 }
 
+std::string SessionManager::OverloadReason() const {
+  if (overloaded_since_ms_ < 0 || !deps_.server.shed) return "";
+  return "node overloaded: " + overloaded_why_ + "; new viewers and sessions are refused until it recovers (server.shed)";
+}
+
+void SessionManager::ShedNode(double now, const std::vector<std::string>& overloaded,
+                              std::vector<std::pair<std::string, std::pair<std::string, std::string>>>& ending) {
+  m_overloaded_->Set(overloaded.empty() ? 0 : 1);
+  if (overloaded.empty()) {
+    if (overloaded_since_ms_ >= 0)
+      AddEvent("node_recovered", "", fmt::format("no session is late at its last shed level after {:.1f} s",
+                                                 (now - overloaded_since_ms_) / 1000));
+    overloaded_since_ms_ = -1;
+    return;
+  }
+  overloaded_why_ = fmt::format("{} of {} session(s) at their last shed level and still late", overloaded.size(),
+                                sessions_.size());
+  if (overloaded_since_ms_ < 0) {
+    overloaded_since_ms_ = now;
+    AddEvent("node_overloaded", "", overloaded_why_ + " (" + fmt::format("{}", fmt::join(overloaded, ", ")) + ")");
+  }
+  // Last: the newest session ends, so the others keep their frame rate. Never the only one.
+  if (!deps_.server.shed || now - overloaded_since_ms_ < ShedEndAfterMs() || sessions_.size() < 2) return;
+  const std::string* newest = nullptr;
+  double newest_ms = -1;
+  for (const auto& [id, e] : sessions_)
+    if (e.session && e.created_ms > newest_ms) {
+      newest_ms = e.created_ms;
+      newest = &id;
+    }
+  if (!newest) return;
+  ending.push_back({*newest, {"shed", fmt::format("node overloaded for {:.0f} s with every shed level taken ({}); the "
+                                                  "newest session ends so the others keep their frame rate",
+                                                  (now - overloaded_since_ms_) / 1000, overloaded_why_)}});
+  m_shed_ended_->Inc();
+  overloaded_since_ms_ = now;  // the others get their time to recover before the next
+}
+
 void SessionManager::Housekeeping() {
   double last_cpu = ProcessCpuMs(), last_wall = NowMs();
   for (;;) {
@@ -598,11 +652,19 @@ void SessionManager::Housekeeping() {
     // Decide under the lock, end sessions (and drop dead WebRTC viewers) outside it.
     std::vector<std::pair<std::string, std::pair<std::string, std::string>>> ending;
     std::vector<std::pair<std::shared_ptr<LiveSession>, std::map<std::string, std::string>>> dead_viewers;
+    std::vector<std::string> overloaded;  // sessions that shed every level and are still late
     {
       MutexLock lk(mu_);
       for (auto& [id, e] : sessions_) {
         if (!e.session) continue;
         const LiveSessionStats st = e.session->Tick();
+        if (st.shed_level != e.shed_level) {
+          AddEvent("shed_level", id,
+                   fmt::format("level {} -> {} of {}: encoder {}, detection every {} frames", e.shed_level, st.shed_level,
+                               st.max_shed_level, st.encoder_speed, st.detect_every));
+          e.shed_level = st.shed_level;
+        }
+        if (st.overloaded) overloaded.push_back(id);
         if (st.resolution_changes > e.resolution_changes) {
           e.resolution_changes = st.resolution_changes;
           AddEvent("resolution_changed", id, std::to_string(st.width) + "x" + std::to_string(st.height) +
@@ -629,6 +691,7 @@ void SessionManager::Housekeeping() {
         else if (st.last_packet_age_ms < 0 && st.age_ms > deps_.server.start_timeout_ms)
           ending.push_back({id, {"start_timeout", "no packet in " + std::to_string(int(st.age_ms)) + " ms"}});
       }
+      ShedNode(now, overloaded, ending);
     }
     for (auto& [session, dead] : dead_viewers)
       for (const auto& [key, why] : dead) session->RemoveWebViewer(key);

@@ -113,6 +113,8 @@ class SessionManager {
   ApiError RemoveViewer(const std::string& id, const std::string& viewer, const std::string& caller);
   ApiError SetMode(const std::string& id, const std::string& mode, const std::string& caller, Mode* previous);
   ApiError InjectFault(bool stall, bool fail, const std::string& caller);
+  // The session's worker burns `ms` of CPU per frame (inference.fault_injection only).
+  ApiError InjectCpuHog(const std::string& id, double ms, const std::string& caller);
   // WHIP: answers a publisher's offer for session `id`, creating the session
   // (ingest webrtc, codec from the offer) when it does not exist. Blocks for
   // the negotiation. 400 malformed offer, 409 already published, 422 no usable codec.
@@ -161,9 +163,15 @@ class SessionManager {
     double cpu_ms = 0;                // the session's thread CPU at the last learning step
     uint64_t frames_in = 0;           // frames decoded at the last learning step
     Mode mode_then = Mode::kAnonymize;  // its mode at the last learning step
+    int shed_level = 0;               // seen by housekeeping (an event per change)
+    double created_ms = 0;            // NowMs() at creation: the newest ends first when shedding
   };
   SessionManager(const ServerDeps& d, MetricsRegistry* m);
   void Housekeeping();
+  // Node-level shedding, under mu_: the overloaded sessions of this tick; may add the newest
+  // session to `ending`.
+  void ShedNode(double now, const std::vector<std::string>& overloaded,
+                std::vector<std::pair<std::string, std::pair<std::string, std::string>>>& ending) REQUIRES(mu_);
   WebRtcPeerConfig PeerConfig() const;
   // The session (shared) when it exists and is running.
   std::shared_ptr<LiveSession> Find(const std::string& id) const;
@@ -209,7 +217,16 @@ class SessionManager {
   // Server-wide metrics.
   Gauge *m_sessions_ = nullptr, *m_cpu_pct_ = nullptr, *m_capacity_ = nullptr, *m_headroom_ = nullptr,
         *m_limit_ = nullptr;
-  Counter *m_created_ = nullptr, *m_rejected_ = nullptr, *m_cpu_s_ = nullptr;
+  Counter *m_created_ = nullptr, *m_rejected_ = nullptr, *m_cpu_s_ = nullptr, *m_shed_ended_ = nullptr;
+  Gauge* m_overloaded_ = nullptr;
+  // Node-level shedding (housekeeping): since when some session has shed every level it has
+  // and is still late (-1: not overloaded). Meanwhile new viewers and sessions are refused; after
+  // ShedEndAfterMs() of it the newest session ends, and the clock starts again.
+  double overloaded_since_ms_ GUARDED_BY(mu_) = -1;
+  std::string overloaded_why_ GUARDED_BY(mu_);
+  double ShedEndAfterMs() const { return 2000.0 * deps_.server.shed_calm_s; }
+  // Empty unless the node is overloaded and shedding: then why new viewers are refused.
+  std::string OverloadReason() const REQUIRES(mu_);
 };
 
 bool ValidSessionId(const std::string& id);

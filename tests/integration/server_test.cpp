@@ -289,6 +289,101 @@ TEST(Server, AdmitsByMeasuredCapacity) {
   EXPECT_EQ(server.Stop(), 0);
 }
 
+// Load shedding on a node (issue 12), in its documented order: a CPU hog injected into one
+// session's worker makes it shed its encoder speed steps, then a frame of detection cadence;
+// still late at its last level, the node refuses new viewers and sessions (503, Retry-After,
+// the reason), and after 2 x server.shed_calm_s of that the newest session ends with an event,
+// so that not every session degrades together. The hog gone, the levels come back one per calm
+// second and the node takes viewers again. Faces stay covered throughout (ground truth).
+TEST(Server, ShedsEncoderSpeedThenCadenceThenViewersThenTheNewestSession) {
+  ASSERT_GT(Source().frames, 100);  // loaded before the clock starts
+  ServerProcess server({"--set", "inference.fault_injection=true", "--set", "server.shed_calm_s=1", "--max-sessions", "4"});
+  ASSERT_TRUE(server.ok()) << server.log();
+  auto log = std::make_shared<SentLog>();
+  const json old_s = CreateSession(server, {{"id", "old"}});
+  SleepMs(50);
+  const json new_s = CreateSession(server, {{"id", "new"}});
+  Watch w("vp8", log);
+  AddViewer(server, "old", w.port());
+  Feed feed_old(old_s, log), feed_new(new_s, std::make_shared<SentLog>());
+  SleepMs(1500);
+  Reply st = server.Call("GET", "/v1/sessions/old/stats");
+  EXPECT_EQ(st.body["shedding"]["level"], 0) << st.text;
+  EXPECT_EQ(st.body["shedding"]["encoder_speed"], "cpu-used -8");
+  EXPECT_EQ(st.body["shedding"]["max_level"], 5);
+  ASSERT_EQ(server.Call("PUT", "/v1/debug/sessions/old/cpu_hog", R"({"ms":40})").status, 200);
+  const double hog = NowMs();
+  bool overloaded = false;
+  while (!overloaded && NowMs() - hog < 12000) {  // the node's housekeeping has seen it: /readyz says so
+    SleepMs(100);
+    overloaded = server.Call("GET", "/readyz").text.find("node overloaded") != std::string::npos;
+  }
+  ASSERT_TRUE(overloaded) << "the hogged session never reached its last level";
+  EXPECT_TRUE(server.Call("GET", "/v1/sessions/old/stats").body["shedding"]["overloaded"].get<bool>());
+  std::printf("overloaded %.1f s after the hog\n", (NowMs() - hog) / 1000);
+  // Overloaded: no new viewer, no new session.
+  const Reply viewer = server.Call("POST", "/v1/sessions/old/viewers", R"({"host":"127.0.0.1","video_port":40999})");
+  EXPECT_EQ(viewer.status, 503) << viewer.text;
+  EXPECT_NE(viewer.text.find("node overloaded"), std::string::npos) << viewer.text;
+  EXPECT_EQ(viewer.headers.count("Retry-After"), 1u);
+  const Reply session = server.Call("POST", "/v1/sessions", R"({"id":"third"})");
+  EXPECT_EQ(session.status, 503) << session.text;
+  EXPECT_NE(session.text.find("node overloaded"), std::string::npos) << session.text;
+  // Then the newest session ends; the hogged one, older, goes on.
+  bool ended = false;
+  while (!ended && NowMs() - hog < 20000) {
+    SleepMs(200);
+    ended = server.Call("GET", "/v1/sessions/new").status == 404;
+  }
+  EXPECT_TRUE(ended) << "the newest session was not shed";
+  EXPECT_EQ(server.Call("GET", "/v1/sessions/old").status, 200);
+  // The hog stops: the levels come back, the node recovers.
+  ASSERT_EQ(server.Call("PUT", "/v1/debug/sessions/old/cpu_hog", R"({"ms":0})").status, 200);
+  const double healed = NowMs();
+  int level = 5;
+  while (level > 0 && NowMs() - healed < 15000) {
+    SleepMs(250);
+    level = server.Call("GET", "/v1/sessions/old/stats").body["shedding"]["level"].get<int>();
+  }
+  std::printf("level back to %d %.1f s after the hog stopped\n", level, (NowMs() - healed) / 1000);
+  EXPECT_EQ(level, 0);
+  EXPECT_EQ(server.Call("POST", "/v1/sessions/old/viewers", R"({"host":"127.0.0.1","video_port":40999})").status, 201);
+  feed_old.Stop();
+  feed_new.Stop();
+  SleepMs(400);  // the housekeeping tick that logs the last level
+  // The order, from the event log.
+  std::vector<std::string> order;
+  std::string shed_detail;
+  const Reply events = server.Call("GET", "/v1/events");
+  for (const auto& e : events.body["events"]) {
+    const std::string type = e["type"], detail = e["detail"];
+    if (type == "shed_level" && e["session"] == "old") order.push_back(detail.substr(0, detail.find(':')));
+    if (type == "node_overloaded" || type == "node_recovered") order.push_back(type);
+    if (type == "session_ended" && e["session"] == "new") {
+      order.push_back("new ended");
+      shed_detail = detail;
+    }
+  }
+  std::string seen;
+  for (const std::string& o : order) seen += o + "; ";
+  std::printf("%s\n", seen.c_str());
+  EXPECT_EQ(seen.rfind("level 0 -> 1 of 5; level 1 -> 2 of 5; level 2 -> 3 of 5; level 3 -> 4 of 5; level 4 -> 5 of 5; "
+                       "node_overloaded; new ended; ",
+                       0),
+            0u)
+      << seen;
+  EXPECT_NE(seen.find("node_recovered"), std::string::npos) << seen;
+  EXPECT_NE(seen.find("level 1 -> 0 of 5"), std::string::npos) << seen;
+  EXPECT_NE(shed_detail.find("reason=shed"), std::string::npos) << shed_detail;
+  const Summary all = Summarize(w.checks(), 0, 1e300);
+  std::printf("old: %d frames, %d faces, %d leaked\n", all.frames, all.faces, all.leaked);
+  ExpectOnlyCadenceLeaks(all, "a session shedding load");
+  const std::string m = server.Call("GET", "/metrics").text;
+  EXPECT_NE(m.find("veil_sessions_shed_total 1\n"), std::string::npos);
+  EXPECT_NE(m.find("veil_node_overloaded 0\n"), std::string::npos);
+  EXPECT_EQ(server.Stop(), 0);
+}
+
 TEST(Server, MalformedRequestsGetClearErrors) {
   ServerProcess server({});
   ASSERT_TRUE(server.ok()) << server.log();
