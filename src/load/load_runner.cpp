@@ -108,6 +108,7 @@ json StageResult::ToJson() const {
             {"processing_ms", {{"mean", proc_mean_ms}, {"p99", proc_p99_ms}}},
             {"stale_drop_pct", stale_pct},
             {"fail_closed_frames", fail_closed},
+            {"shed_level", {{"mean", shed_level_mean}, {"max", shed_level_max}}},
             {"viewer_rtp_loss_pct", viewer_loss_pct},
             {"ingest_rtp_loss_pct", ingest_loss_pct},
             {"server_cpu_pct", server_cpu_pct},
@@ -395,6 +396,9 @@ Result<LoadRun> RunLoad(const LoadOptions& o, const std::function<void(const std
       stale += d("veil_session_stale_drops_total");
       fc += d("veil_session_fail_closed_frames_total");
       ingest_lost += d("veil_session_rtp_lost_packets_total");
+      const double level = SumValue(b, "veil_session_shed_level", l);  // at the window's end
+      res.shed_level_mean += level / double(sessions.size());
+      res.shed_level_max = std::max(res.shed_level_max, level);
     }
     res.fps_mean = fps_sum / double(sessions.size());
     res.sent_fps_mean = sent_sum / double(sessions.size());

@@ -49,6 +49,8 @@ struct StageResult {
   double e2e_p50_ms = 0, e2e_p99_ms = 0, e2e_max_ms = 0;
   double proc_mean_ms = 0, proc_p99_ms = 0;
   double stale_pct = 0, fail_closed = 0, viewer_loss_pct = 0, ingest_loss_pct = 0;
+  // Load shedding (server/speed_control.h): the sessions' levels at the window's end.
+  double shed_level_mean = 0, shed_level_max = 0;
   double server_cpu_pct = 0, tool_cpu_pct = 0;
   double server_cpu_ms_per_frame = 0;  // server CPU over the window / frames sent
   // The page poller over the window (page_poll_ms > 0): snapshots fetched per second and their mean request time.

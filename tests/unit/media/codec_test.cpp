@@ -66,6 +66,69 @@ void RoundTrip(const std::string& codec) {
 TEST(LiveCodecs, Vp8RoundTripWithForcedKeyframe) { RoundTrip("vp8"); }
 TEST(LiveCodecs, H264RoundTripWithForcedKeyframe) { RoundTrip("h264"); }
 
+// Speed steps (load shedding): the ladders, and a speed change mid-stream that viewers decode
+// without a break. VP8 changes between two frames without a keyframe; x264 re-opens: faster at
+// once with a keyframe, slower only at its next regular keyframe. The oracle is the decoded
+// picture against the source and the bitstream's own keyframe flags.
+TEST(LiveCodecs, SpeedLadders) {
+  EXPECT_EQ(Vp8SpeedLadder(-8), (std::vector<int>{8, 10, 12, 14, 16}));
+  EXPECT_EQ(Vp8SpeedLadder(-15), (std::vector<int>{15, 16}));
+  EXPECT_EQ(Vp8SpeedLadder(4), (std::vector<int>{4})) << "libvpx's own adaptive speed: no steps";
+  EXPECT_EQ(X264PresetLadder("veryfast"), (std::vector<std::string>{"veryfast", "superfast", "ultrafast"}));
+  EXPECT_EQ(X264PresetLadder("ultrafast"), (std::vector<std::string>{"ultrafast"}));
+}
+
+void SpeedChangeMidStream(const std::string& codec) {
+  VideoInfo vi;
+  auto frames = ReadFrames(test::Media("sample_720p30.ivf"), 50, &vi);
+  ASSERT_EQ(frames.size(), 50u);
+  EncoderOptions o;
+  o.keyint_frames = 30;
+  auto enc = VideoEncoder::Open(codec, vi, o);
+  ASSERT_TRUE(enc.ok()) << enc.error();
+  auto dec = VideoDecoder::Open(codec, 1);
+  ASSERT_TRUE(dec.ok());
+  const int top = (*enc)->max_speed_step();
+  ASSERT_GE(top, 2);
+  std::vector<EncodedFrame> packets;
+  std::vector<int> steps;
+  for (size_t i = 0; i < frames.size(); ++i) {
+    if (i == 10) (*enc)->SetSpeedStep(top);  // overloaded: the fastest
+    if (i == 20) (*enc)->SetSpeedStep(0);    // headroom again
+    const size_t before = packets.size();
+    ASSERT_TRUE((*enc)->Encode(*frames[i], i == 0, packets).ok());
+    ASSERT_EQ(packets.size(), before + 1);
+    steps.push_back((*enc)->speed_step());
+  }
+  EXPECT_EQ(steps[9], 0);
+  EXPECT_EQ(steps[10], top) << "faster takes effect on the next frame";
+  EXPECT_EQ((*enc)->SpeedName(top), codec == "vp8" ? "cpu-used -16" : "ultrafast");
+  if (codec == "vp8") {
+    EXPECT_EQ(steps[20], 0) << "libvpx slows down between any two frames";
+    for (int i : {10, 20}) EXPECT_FALSE(packets[size_t(i)].keyframe) << "frame " << i << ": no keyframe needed";
+  } else {
+    EXPECT_TRUE(packets[10].keyframe) << "x264 re-opened at once: a keyframe";
+    EXPECT_EQ(steps[20], top) << "slower waits for the regular keyframe";
+    EXPECT_EQ(steps[39], top);
+    EXPECT_EQ(steps[49], 0);
+    int first_slow = -1;
+    for (size_t i = 0; i < steps.size(); ++i)
+      if (i > 10 && steps[i] == 0 && first_slow < 0) first_slow = int(i);
+    ASSERT_GT(first_slow, 20);
+    EXPECT_TRUE(packets[size_t(first_slow)].keyframe) << "re-opened slower where a keyframe was due: frame " << first_slow;
+    EXPECT_EQ(first_slow, 40) << "keyint 30 after the keyframe at 10";
+  }
+  std::vector<FramePtr> decoded;
+  for (const auto& p : packets) ASSERT_TRUE((*dec)->Decode(p.data.data(), p.data.size(), p.pts, decoded).ok());
+  ASSERT_EQ(decoded.size(), frames.size());
+  EXPECT_EQ((*dec)->errors(), 0);
+  for (size_t i = 0; i < frames.size(); ++i)
+    EXPECT_LT(MeanAbsDiff(*frames[i], *decoded[i]), 5.0) << codec << " frame " << i << " at step " << steps[i];
+}
+
+TEST(LiveCodecs, Vp8SpeedChangesBetweenTwoFrames) { SpeedChangeMidStream("vp8"); }
+TEST(LiveCodecs, H264SpeedChangesAtKeyframes) { SpeedChangeMidStream("h264"); }
+
 TEST(LiveCodecs, DecoderSurvivesGarbageAndResumesOnAKeyframe) {
   VideoInfo vi;
   auto frames = ReadFrames(test::Media("sample_720p30.ivf"), 3, &vi);
