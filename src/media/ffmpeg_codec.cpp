@@ -13,12 +13,7 @@ namespace veil {
 
 Result<AVCodecContext*> OpenVideoEncoder(const std::string& codec, const VideoInfo& vi, const EncoderOptions& o,
                                          bool global_header) {
-  if (vi.width <= 0 || vi.height <= 0 || vi.width > 8192 || vi.height > 8192)
-    return Status::Error("output size out of range");
-  if (o.threads < 1 || o.threads > 64) return Status::Error("encoder threads must be in [1, 64]");
-  if (o.bitrate_kbps < 0 || o.bitrate_kbps > 200000) return Status::Error("bitrate must be in [0, 200000] kbps");
-  if (o.keyint_frames < 1 || o.keyint_frames > 10000) return Status::Error("keyint must be in [1, 10000] frames");
-  if (o.vp8_speed < -16 || o.vp8_speed > 16) return Status::Error("vp8 speed must be in [-16, 16]");
+  if (Status s = ValidateEncoder(vi, o); !s) return s;
   // Y4M carries raw frames as wrapped AVFrames in FFmpeg's muxer.
   const char* name = codec == "vp8" ? "libvpx" : codec == "h264" ? "libx264" : codec == "rawvideo" ? "wrapped_avframe" : nullptr;
   if (!name) return Status::Error("unknown codec '" + codec + "' (vp8, h264 or rawvideo)");
@@ -33,9 +28,7 @@ Result<AVCodecContext*> OpenVideoEncoder(const std::string& codec, const VideoIn
   e->framerate = av_d2q(fps, 1000);
   e->thread_count = o.threads;
   e->gop_size = o.keyint_frames;
-  const int64_t kbps = o.bitrate_kbps > 0 ? o.bitrate_kbps
-                                          : std::clamp<int64_t>(int64_t(vi.width) * vi.height * fps / 11000, 300, 20000);
-  if (codec != "rawvideo") e->bit_rate = kbps * 1000;
+  if (codec != "rawvideo") e->bit_rate = TargetKbps(vi, o) * 1000;
   if (codec == "vp8") {
     av_opt_set(e->priv_data, "deadline", "realtime", 0);
     av_opt_set_int(e->priv_data, "cpu-used", o.vp8_speed, 0);

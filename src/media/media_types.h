@@ -4,6 +4,8 @@
 #include <memory>
 #include <string>
 
+#include "core/status.h"
+
 struct AVPacket;
 
 namespace veil {
@@ -44,5 +46,11 @@ struct EncoderOptions {
   std::string x264_preset = "veryfast";
   std::string x264_profile;  // "" = x264's choice (high); live sessions use constrained baseline (WebRTC's 42e01f)
 };
+
+// The encoder options' ranges and the output size, checked once for every encoder (FFmpeg's and
+// libvpx's own).
+Status ValidateEncoder(const VideoInfo& vi, const EncoderOptions& o);
+// The bitrate an encoder aims at: o.bitrate_kbps, or by resolution (about 2500 kbps at 720p30).
+int64_t TargetKbps(const VideoInfo& vi, const EncoderOptions& o);
 
 }  // namespace veil

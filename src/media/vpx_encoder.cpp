@@ -22,12 +22,7 @@ class VpxEncoder final : public VideoEncoder {
   }
 
   Status Open(const VideoInfo& vi, const EncoderOptions& o) {
-    if (vi.width <= 0 || vi.height <= 0 || vi.width > 8192 || vi.height > 8192)
-      return Status::Error("output size out of range");
-    if (o.threads < 1 || o.threads > 64) return Status::Error("encoder threads must be in [1, 64]");
-    if (o.bitrate_kbps < 0 || o.bitrate_kbps > 200000) return Status::Error("bitrate must be in [0, 200000] kbps");
-    if (o.keyint_frames < 1 || o.keyint_frames > 10000) return Status::Error("keyint must be in [1, 10000] frames");
-    if (o.vp8_speed < -16 || o.vp8_speed > 16) return Status::Error("vp8 speed must be in [-16, 16]");
+    if (Status s = ValidateEncoder(vi, o); !s) return s;
     if (vi.tb_num <= 0 || vi.tb_den <= 0) return Status::Error("time base must be positive");
     ladder_ = Vp8SpeedLadder(o.vp8_speed);
     adaptive_ = o.vp8_speed > 0;
@@ -42,9 +37,7 @@ class VpxEncoder final : public VideoEncoder {
     cfg.g_lag_in_frames = 0;
     cfg.g_pass = VPX_RC_ONE_PASS;
     cfg.rc_end_usage = VPX_VBR;
-    const int64_t kbps = o.bitrate_kbps > 0 ? o.bitrate_kbps
-                                            : std::clamp<int64_t>(int64_t(vi.width) * vi.height * fps / 11000, 300, 20000);
-    cfg.rc_target_bitrate = unsigned(kbps);
+    cfg.rc_target_bitrate = unsigned(TargetKbps(vi, o));
     cfg.rc_min_quantizer = 4;
     cfg.rc_max_quantizer = 56;
     cfg.kf_mode = VPX_KF_AUTO;

@@ -82,6 +82,9 @@ TEST(PacedSessions, ConcurrentControlAndMediaStayConsistent) {
   // A fixed cap: this test is about concurrent control calls, not capacity (under a sanitizer
   // the learned cost of one session fills the 2-core budget and the re-created p2 would be refused).
   deps.server.max_sessions = 8;
+  // No load shedding either: a sanitized session is late at every level, and the node would
+  // rightly refuse the viewers this test adds (server_test checks the shedding order).
+  deps.server.shed = false;
   auto mgr = SessionManager::Start(deps, &metrics);
   ASSERT_TRUE(mgr.ok()) << mgr.error();
   SessionManager& m = **mgr;
