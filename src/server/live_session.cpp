@@ -242,6 +242,7 @@ void LiveSession::DecodeAndQueue(EncodedFrame&& f, uint32_t rtp_ts) {
     else if (out.size() == 1 && MaybeForward(f, item)) break;
     if (queue_.Push(std::move(item))) {
       ++stale_;  // evicted: the worker fell behind
+      ++evicted_;
       m_stale_->Inc();
     }
   }
@@ -329,15 +330,18 @@ void LiveSession::ProcessOne(Decoded& item) {
 }
 
 void LiveSession::Shed(double now_ms) {
+  // Frames the receiving thread evicted from the queue were lost to the worker's lateness too.
+  for (const uint64_t e = evicted_.load(); seen_evicted_ < e; ++seen_evicted_) speed_.OnStale(now_ms);
   const int level = speed_.Level(now_ms);
   // Encoder speed first, then detection cadence: a faster encoder costs picture quality
   // alone; a sparser detection widens the masks and leans on the tracker.
   const int enc_steps = encoder_ ? encoder_->max_speed_step() : 0;
   if (encoder_) {
-    encoder_->SetSpeedStep(std::min(level, enc_steps));
-    if (enc_step_.exchange(std::min(level, enc_steps)) != std::min(level, enc_steps) || speed_name_empty_) {
+    const int step = std::min(level, enc_steps);
+    encoder_->SetSpeedStep(step);
+    if (enc_step_.exchange(step) != step || speed_name_empty_) {
       MutexLock lk(speed_name_mu_);
-      speed_name_ = encoder_->SpeedName(std::min(level, enc_steps));
+      speed_name_ = encoder_->SpeedName(step);
       speed_name_empty_ = false;
     }
   }

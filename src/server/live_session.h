@@ -225,6 +225,8 @@ class LiveSession {
   mutable Mutex speed_name_mu_;
   std::string speed_name_ GUARDED_BY(speed_name_mu_);
   bool speed_name_empty_ = true;              // worker thread
+  std::atomic<uint64_t> evicted_{0};          // receiving thread: frames pushed out of the queue
+  uint64_t seen_evicted_ = 0;                 // worker thread: of those, reported to speed_
   LatestQueue<Decoded> queue_;
   std::thread worker_;
   std::atomic<bool> stop_{false};
