@@ -79,7 +79,7 @@ class FfmpegEncoder final : public VideoEncoder {
   int max_speed_step() const override { return int(ladder_.size()) - 1; }
   void SetSpeedStep(int step) override { want_ = std::clamp(step, 0, max_speed_step()); }
   std::string SpeedName(int step) const override {
-    return codec_ == "h264" ? ladder_[size_t(std::clamp(step, 0, max_speed_step()))] : "default";
+    return ladder_[size_t(std::clamp(step, 0, max_speed_step()))];  // only h264 is opened here
   }
 
  private:
