@@ -134,6 +134,7 @@ const std::vector<KeySpec>& ConfigKeys() {
       Key("mosaic.min_cell", "min-cell", "adaptive mosaic: smallest cell, px", &S::min_cell),
       Key("mosaic.full_cell", "full-cell", "cell of whole-frame mosaic (full_blur, fail-closed), px", &S::full_cell),
       Key("mosaic.margin", "margin", "grow each face box by this fraction per side", &S::margin),
+      Key("mosaic.margin_min", "margin-min", "...and by at least this many pixels of the detection copy per side", &S::margin_min),
       Key("tracker.score", "score", "detection score that starts a track", &S::score),
       Key("tracker.low_score", "low-score", "lowest detection score kept (matched to tracks, masked)", &S::low_score),
       Key("tracker.max_coast", "max-coast", "frames a track survives without a detection", &S::max_coast),
@@ -348,6 +349,7 @@ Result<PrivacyConfig> Config::BuildPrivacy() const {
   c.mosaic.min_cell = narrow(s.min_cell);
   c.mosaic.full_frame_cell = narrow(s.full_cell);
   c.mosaic.margin = s.margin;
+  c.mosaic.margin_min = s.margin_min;
   c.tracker.high_score = float(s.score);
   c.tracker.low_score = float(s.low_score);
   c.tracker.max_coast_frames = narrow(s.max_coast);

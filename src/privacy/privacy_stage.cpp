@@ -212,8 +212,9 @@ FrameReport PrivacyStage::Process(Frame& f) {
     MosaicFullFrame(f, cfg_.mosaic.full_frame_cell);
     r.rects.push_back(whole);
   } else {
+    const float px_per_detect_px = float(f.width) / FitSize(f.width, f.height, cfg_.detect_box).width;
     for (const Mask& m : tracker_.Masks(f.width, f.height)) {
-      const Rect rect = MosaicRectFor(m.box.Expanded(float(cfg_.mosaic.margin)), f.width, f.height);
+      const Rect rect = MaskRectFor(m.box, cfg_.mosaic, px_per_detect_px, f.width, f.height);
       if (rect.empty()) continue;
       MosaicRect(f, rect, CellSizeFor(m.face_w, cfg_.mosaic));
       r.rects.push_back(rect);

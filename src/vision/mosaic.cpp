@@ -14,6 +14,8 @@ Status Validate(const MosaicParams& p) {
     return Status::Error("mosaic min_cell must be in [4, 256] px, got " + std::to_string(p.min_cell));
   if (!(p.margin >= 0.0 && p.margin <= 2.0))
     return Status::Error("mosaic margin must be in [0, 2], got " + std::to_string(p.margin));
+  if (!(p.margin_min >= 0.0 && p.margin_min <= 256.0))
+    return Status::Error("mosaic margin_min must be in [0, 256] px, got " + std::to_string(p.margin_min));
   if (p.full_frame_cell < 8 || p.full_frame_cell > 512)
     return Status::Error("mosaic full_frame_cell must be in [8, 512] px, got " +
                          std::to_string(p.full_frame_cell));
@@ -32,6 +34,12 @@ Rect MosaicRectFor(const Box& b, int fw, int fh) {
   r.x1 = std::clamp(r.x1, 0, fw);
   r.y1 = std::clamp(r.y1, 0, fh);
   return r;
+}
+
+Rect MaskRectFor(const Box& b, const MosaicParams& p, float px_per_detect_px, int fw, int fh) {
+  const float floor_px = float(p.margin_min) * std::max(px_per_detect_px, 0.f);
+  const float dx = std::max(float(p.margin) * b.w, floor_px), dy = std::max(float(p.margin) * b.h, floor_px);
+  return MosaicRectFor({b.x - dx, b.y - dy, b.w + 2 * dx, b.h + 2 * dy}, fw, fh);
 }
 
 int CellSizeFor(float face_width, const MosaicParams& p) {

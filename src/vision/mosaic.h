@@ -12,7 +12,9 @@ namespace veil {
 struct MosaicParams {
   double cells_across = 3.0;  // cells across a face's detected width: a big face is as coarse as a small one
   int min_cell = 8;           // never finer than this (luma px)
-  double margin = 0.40;       // each face box grows by this fraction of its size per side (docs/privacy.md)
+  double margin = 0.10;       // each face box grows by this fraction of its size per side (docs/privacy.md)...
+  double margin_min = 10;     // ...and by at least this many pixels of the detection copy: a small face's box
+                              // is off by a few of the detector's pixels whatever its size
   int full_frame_cell = 40;   // cell size for full_blur and fail-closed frames (luma px)
   int fixed_cell = 0;         // >0: this many px for every face, ignoring its size
 };
@@ -31,6 +33,10 @@ struct Rect {
 // The rectangle actually pixelated for `box`: grown by the margin, snapped
 // outward to even coordinates (so chroma cells align), clipped to the frame.
 Rect MosaicRectFor(const Box& box, int frame_w, int frame_h);
+
+// The mask of a face box: grown per side by max(margin * its size, margin_min * px_per_detect_px),
+// then as MosaicRectFor. px_per_detect_px: frame pixels per pixel of the detection copy.
+Rect MaskRectFor(const Box& box, const MosaicParams& p, float px_per_detect_px, int frame_w, int frame_h);
 
 // Luma cell size for a face `face_width` px wide; always even and >= min_cell.
 int CellSizeFor(float face_width, const MosaicParams& p);

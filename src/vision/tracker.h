@@ -13,7 +13,7 @@ namespace veil {
 
 struct TrackerParams {
   float high_score = 0.5f;     // detections at/above: first-stage matching and track birth
-  float low_score = 0.2f;      // [low, high): second-stage matching only (plus tentative birth)
+  float low_score = 0.15f;     // [low, high): second-stage matching only (plus tentative birth)
   float match_iou = 0.2f;      // first-stage gate
   float low_match_iou = 0.4f;  // second-stage gate
   int max_coast_frames = 30;   // a confirmed track survives this many frames without a match

@@ -106,6 +106,35 @@ TEST(Mosaic, CellAdaptsToFaceSizeWithFloor) {
   EXPECT_EQ(CellSizeFor(400, p), 12);
 }
 
+TEST(Mosaic, MaskGrowsByTheMarginOrTheDetectorPixelFloorWhicheverIsLarger) {
+  MosaicParams p;
+  p.margin = 0.1;
+  p.margin_min = 10;  // detection-copy px; 2 frame px each (a 1280-wide frame detected at 640)
+  // Small face (40x48): 0.1 * 40 = 4 px < the 20-px floor, on both axes.
+  Rect r = MaskRectFor(Box{100, 100, 40, 48}, p, 2.f, 1280, 720);
+  EXPECT_EQ(r.x0, 80);
+  EXPECT_EQ(r.x1, 160);
+  EXPECT_EQ(r.y0, 80);
+  EXPECT_EQ(r.y1, 168);
+  // Big face (400x500): the margin (40 / 50 px) is larger than the floor.
+  r = MaskRectFor(Box{300, 100, 400, 500}, p, 2.f, 1280, 720);
+  EXPECT_EQ(r.x0, 260);
+  EXPECT_EQ(r.x1, 740);
+  EXPECT_EQ(r.y0, 50);
+  EXPECT_EQ(r.y1, 650);
+  // Detected at full resolution, the floor is 10 frame px.
+  r = MaskRectFor(Box{100, 100, 40, 48}, p, 1.f, 1280, 720);
+  EXPECT_EQ(r.x0, 90);
+  EXPECT_EQ(r.x1, 150);
+  // No floor: the plain margin, as MosaicRectFor on the expanded box; clipped at the frame.
+  p.margin_min = 0;
+  r = MaskRectFor(Box{2, 100, 40, 48}, p, 2.f, 1280, 720);
+  EXPECT_EQ(r.x0, 0);
+  EXPECT_EQ(r.x1, 46);
+  EXPECT_EQ(r.y0, 94);   // 100 - 4.8, down to even
+  EXPECT_EQ(r.y1, 154);  // 148 + 4.8, up to even
+}
+
 TEST(Mosaic, RejectsDegenerateParameters) {
   MosaicParams p;
   EXPECT_TRUE(Validate(p).ok());
@@ -116,6 +145,12 @@ TEST(Mosaic, RejectsDegenerateParameters) {
   EXPECT_FALSE(Validate(p).ok());
   p = {};
   p.margin = -0.1;
+  EXPECT_FALSE(Validate(p).ok());
+  p = {};
+  p.margin_min = -1;
+  EXPECT_FALSE(Validate(p).ok());
+  p = {};
+  p.margin_min = std::nan("");
   EXPECT_FALSE(Validate(p).ok());
   p = {};
   p.fixed_cell = 2;
