@@ -163,6 +163,8 @@ const std::vector<KeySpec>& ConfigKeys() {
       Key("server.bypass_forward", "", "bypass forwards the publisher's frames (a decode, no re-encode); false: re-encode them", &S::bypass_forward),
       Key("server.shed", "shed", "under overload shed in order: encoder speed, detection cadence (inside the privacy bound), new viewers, then the newest session; false: never", &S::shed),
       Key("server.shed_calm_s", "", "seconds of headroom before a shed level is taken back (doubles when taking one back overloads again)", &S::shed_calm_s),
+      Key("server.shed_high", "", "a window overuses (one shed level more) when its p90 frame latency, decoded to encoded, passes this share of the frame interval, or when over 5% of its frames went stale", &S::shed_high),
+      Key("server.shed_low", "", "a window is calm when its p90 frame latency is under this share of the frame interval and no frame went stale", &S::shed_low),
       Key("server.max_viewers", "max-viewers", "viewers per session", &S::max_viewers),
       Key("server.viewer_queue", "viewer-queue", "frames queued per viewer before it drops to a keyframe", &S::viewer_queue),
       Key("server.jitter_ms", "jitter-ms", "ingest jitter buffer depth, ms", &S::jitter_ms),
@@ -480,6 +482,10 @@ Result<ServerSettings> Config::BuildServer() const {
   if (!(s.shed_calm_s >= 1 && s.shed_calm_s <= 600)) return Status::Error("server.shed_calm_s must be in [1, 600]");
   v.shed = s.shed;
   v.shed_calm_s = s.shed_calm_s;
+  if (!(s.shed_low > 0 && s.shed_low < s.shed_high && s.shed_high <= 5))
+    return Status::Error("server.shed_low and server.shed_high need 0 < shed_low < shed_high <= 5");
+  v.shed_high = s.shed_high;
+  v.shed_low = s.shed_low;
   v.drain_timeout_s = s.drain_timeout_s;
   if (!s.cluster_redis.empty() && s.cluster_redis.rfind("redis://", 0) != 0)
     return Status::Error("cluster.redis must be redis://HOST:PORT[/DB], got '" + s.cluster_redis + "'");

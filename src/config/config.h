@@ -54,7 +54,7 @@ struct Settings {
   int64_t max_viewers = 16, viewer_queue = 8, jitter_ms = 40;
   double cores = 0, cpu_share = 0.6;
   bool bypass_forward = true, shed = true;
-  double shed_calm_s = 5;
+  double shed_calm_s = 5, shed_high = 0.7, shed_low = 0.4;
   double publisher_timeout_ms = 5000, start_timeout_ms = 30000, budget_ms = 33.0;
   double history_s = 300, history_interval_ms = 1000;
   int64_t http_max_connections = 4096, http_threads = 8;
@@ -104,6 +104,9 @@ struct ServerSettings {
   // newest session; a level is taken back after shed_calm_s of headroom.
   bool shed = true;
   double shed_calm_s = 5;
+  // A window overuses when its p90 frame latency passes shed_high x the frame interval (or too
+  // many frames went stale); it is calm under shed_low x the interval with nothing stale.
+  double shed_high = 0.7, shed_low = 0.4;
   // SIGTERM or POST /v1/drain: no new sessions; running ones go on until their publishers
   // leave or this passes (0: SIGTERM ends them at once).
   double drain_timeout_s = 0;

@@ -154,6 +154,8 @@ ApiError SessionManager::Create(const CreateSpec& spec, const std::string& calle
   c.bypass_forward = deps_.server.bypass_forward;
   c.speed.enabled = deps_.server.shed;
   c.speed.calm_ms = deps_.server.shed_calm_s * 1000;
+  c.speed.high = deps_.server.shed_high;
+  c.speed.low = deps_.server.shed_low;
   c.speed.calm_max_ms = std::max(c.speed.calm_max_ms, 8 * c.speed.calm_ms);
   c.audio = spec.audio;
   c.ingest = spec.ingest;

@@ -412,7 +412,11 @@ TEST(LiveSession, BypassForwardsThePublishersFramesAcrossModeSwitches) {
 // late and the session sheds levels in order: the encoder's speed steps first (libvpx cpu-used
 // -8 .. -16), then one frame of detection cadence (3 -> 4, what the 200-ms privacy bound
 // allows); it never gives up privacy (ground truth) or fails closed for it. When the hog stops
-// it takes the levels back, one per calm second.
+// it takes the levels back, one per calm second. This machine's own speed is kept out of it:
+// the hog (45 ms of CPU a frame, over the 33-ms frame interval) makes frames go stale at every
+// level on any machine, and the thresholds are wide (p90 latency over 1.5 frame intervals to
+// shed, under 1.0 to be calm, 10% stale), so that a slower machine's own latency (a clean-clone
+// run once shed a level before the hog) neither sheds before the hog nor holds a level after it.
 TEST(LiveSession, ShedsEncoderSpeedThenCadenceUnderAnInjectedCpuHogAndTakesThemBack) {
   const Source src = LoadSource(240);
   ASSERT_EQ(src.packets.size(), 240u);
@@ -422,6 +426,9 @@ TEST(LiveSession, ShedsEncoderSpeedThenCadenceUnderAnInjectedCpuHogAndTakesThemB
   cfg.speed.window_ms = 500;
   cfg.speed.calm_ms = 1000;
   cfg.speed.calm_max_ms = 8000;
+  cfg.speed.high = 1.5;
+  cfg.speed.low = 1.0;
+  cfg.speed.stale_share = 0.1;
   Rig rig("shed", cfg);
   ASSERT_TRUE(rig.ok());
   Viewer viewer;
@@ -434,9 +441,9 @@ TEST(LiveSession, ShedsEncoderSpeedThenCadenceUnderAnInjectedCpuHogAndTakesThemB
   EXPECT_EQ(before.detect_every, 3);
   EXPECT_EQ(before.max_shed_level, 5) << "4 encoder steps (-10, -12, -14, -16) and one of cadence";
 
-  // The hog: every frame's work now starts 30 ms late. Levels are taken one per window, and
+  // The hog: every frame's work now starts 45 ms late. Levels are taken one per window, and
   // every one is visible in the stats on the way.
-  rig.session->InjectWorkerCpuMs(30);
+  rig.session->InjectWorkerCpuMs(45);
   std::vector<int> levels;
   std::thread watch([&] {
     for (int i = 0; i < 80; ++i) {
@@ -462,7 +469,7 @@ TEST(LiveSession, ShedsEncoderSpeedThenCadenceUnderAnInjectedCpuHogAndTakesThemB
   }
   auto [faces, visible] = CountFacesVisible(clip, viewer, 30, 150);
   std::printf("ground truth under the hog: %d of %d faces visible\n", visible, faces);
-  EXPECT_GT(faces, 80);
+  EXPECT_GT(faces, 50) << "about half the frames leave under the hog";
   EXPECT_LE(visible, faces / 50) << "shedding gave up privacy";
 
   // The hog stops: one level back per calm second (the publisher goes on, from a keyframe).

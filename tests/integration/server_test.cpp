@@ -31,7 +31,8 @@ double DeliveredRatio(SentLog& log, const std::vector<FrameCheck>& cs, double fr
 
 TEST(Server, TwoPublishersGetEveryFacePixelatedAtFullRate) {
   ASSERT_GT(Source().frames, 100);
-  ServerProcess server({});
+  // A fixed limit: admission by measured capacity is AdmitsByMeasuredCapacity's to judge.
+  ServerProcess server({"--max-sessions", "4"});
   ASSERT_TRUE(server.ok()) << server.log();
   auto log_a = std::make_shared<SentLog>(), log_b = std::make_shared<SentLog>();
   const json a = CreateSession(server, {{"id", "alpha"}});
@@ -295,14 +296,20 @@ TEST(Server, AdmitsByMeasuredCapacity) {
 // the reason), and after 2 x server.shed_calm_s of that the newest session ends with an event,
 // so that not every session degrades together. The hog gone, the levels come back one per calm
 // second and the node takes viewers again. Faces stay covered throughout (ground truth).
+// What this machine's own speed does to the levels is kept out of it: the hog (45 ms of CPU a
+// frame, over the 33-ms frame interval) makes frames go stale at every level on any machine,
+// and the latency thresholds are wide (server.shed_high 1.5, shed_low 1.0) so that a slower
+// machine's own frame latency neither sheds before the hog nor holds a level after it. The newer
+// session forwards (bypass), so that one anonymized session is all the node encodes.
 TEST(Server, ShedsEncoderSpeedThenCadenceThenViewersThenTheNewestSession) {
   ASSERT_GT(Source().frames, 100);  // loaded before the clock starts
-  ServerProcess server({"--set", "inference.fault_injection=true", "--set", "server.shed_calm_s=1", "--max-sessions", "4"});
+  ServerProcess server({"--set", "inference.fault_injection=true", "--set", "server.shed_calm_s=1", "--set",
+                        "server.shed_high=1.5", "--set", "server.shed_low=1", "--max-sessions", "4"});
   ASSERT_TRUE(server.ok()) << server.log();
   auto log = std::make_shared<SentLog>();
   const json old_s = CreateSession(server, {{"id", "old"}});
   SleepMs(50);
-  const json new_s = CreateSession(server, {{"id", "new"}});
+  const json new_s = CreateSession(server, {{"id", "new"}, {"mode", "bypass"}});
   Watch w("vp8", log);
   AddViewer(server, "old", w.port());
   Feed feed_old(old_s, log), feed_new(new_s, std::make_shared<SentLog>());
@@ -311,7 +318,7 @@ TEST(Server, ShedsEncoderSpeedThenCadenceThenViewersThenTheNewestSession) {
   EXPECT_EQ(st.body["shedding"]["level"], 0) << st.text;
   EXPECT_EQ(st.body["shedding"]["encoder_speed"], "cpu-used -8");
   EXPECT_EQ(st.body["shedding"]["max_level"], 5);
-  ASSERT_EQ(server.Call("PUT", "/v1/debug/sessions/old/cpu_hog", R"({"ms":40})").status, 200);
+  ASSERT_EQ(server.Call("PUT", "/v1/debug/sessions/old/cpu_hog", R"({"ms":45})").status, 200);
   const double hog = NowMs();
   bool overloaded = false;
   while (!overloaded && NowMs() - hog < 12000) {  // the node's housekeeping has seen it: /readyz says so
@@ -385,7 +392,8 @@ TEST(Server, ShedsEncoderSpeedThenCadenceThenViewersThenTheNewestSession) {
 }
 
 TEST(Server, MalformedRequestsGetClearErrors) {
-  ServerProcess server({});
+  // A fixed limit: admission by measured capacity is AdmitsByMeasuredCapacity's to judge.
+  ServerProcess server({"--max-sessions", "4"});
   ASSERT_TRUE(server.ok()) << server.log();
   struct Case {
     const char* method;
@@ -550,7 +558,8 @@ TEST(Server, H264SessionsAndOpusPassThrough) {
 
 TEST(Server, GarbageRtpHurtsNoSession) {
   ASSERT_GT(Source().frames, 100);  // loaded before the clock starts
-  ServerProcess server({});
+  // A fixed limit: admission by measured capacity is AdmitsByMeasuredCapacity's to judge.
+  ServerProcess server({"--max-sessions", "4"});
   ASSERT_TRUE(server.ok()) << server.log();
   auto good_log = std::make_shared<SentLog>(), bad_log = std::make_shared<SentLog>();
   const json good = CreateSession(server, {{"id", "good"}});

@@ -102,6 +102,18 @@ TEST(Config, AbsurdValuesAreRejectedWhenBuilt) {
   Config e;
   ASSERT_TRUE(e.SetText("detector.threads", "99999999999", Source::kFlag).ok());
   EXPECT_FALSE(e.BuildDetector().ok());
+  Config f;  // load shedding's calm threshold must sit under its overuse threshold
+  ASSERT_TRUE(f.SetText("server.shed_low", "0.8", Source::kFlag).ok());
+  auto fs = f.BuildServer();
+  ASSERT_FALSE(fs.ok());
+  EXPECT_NE(fs.error().find("shed_low < shed_high"), std::string::npos) << fs.error();
+  Config g;
+  ASSERT_TRUE(g.SetText("server.shed_high", "1.5", Source::kFlag).ok());
+  ASSERT_TRUE(g.SetText("server.shed_low", "1", Source::kFlag).ok());
+  auto gs = g.BuildServer();
+  ASSERT_TRUE(gs.ok()) << gs.error();
+  EXPECT_DOUBLE_EQ(gs->shed_high, 1.5);
+  EXPECT_DOUBLE_EQ(gs->shed_low, 1.0);
 }
 
 TEST(Config, DumpIsValidTomlThatLoadsBackToTheSameValues) {
