@@ -175,6 +175,8 @@ const std::vector<KeySpec>& ConfigKeys() {
       Key("server.history_interval_ms", "history-interval-ms", "one history point per this interval, ms (at least the 250-ms housekeeping tick)", &S::history_interval_ms),
       Key("server.http_max_connections", "http-max-connections", "control API connections open at once; more are closed on arrival", &S::http_max_connections),
       Key("server.http_threads", "http-threads", "control API handler threads (/healthz is answered apart from them)", &S::http_threads),
+      Key("server.frame_executor", "frame-executor", "sessions' frames (privacy stage and encode) run on one pool of threads, earliest deadline first; false: a worker thread per session", &S::frame_executor),
+      Key("server.frame_threads", "frame-threads", "the frame executor's threads; 0: the usable cores (cgroup quota or affinity, rounded up)", &S::frame_threads),
       Key("server.http_request_timeout_ms", "http-request-timeout-ms", "a request's head, its body, and its answer must each go through within this, ms", &S::http_request_timeout_ms),
       Key("server.http_idle_timeout_ms", "http-idle-timeout-ms", "a kept-alive connection with no new request this long is closed, ms", &S::http_idle_timeout_ms),
       Key("inference.max_batch", "max-batch", "frames per forward pass, across sessions", &S::max_batch),
@@ -458,6 +460,7 @@ Result<ServerSettings> Config::BuildServer() const {
                     inf(s.history_interval_ms, 250, 60000, "server.history_interval_ms"),
                     in(s.http_max_connections, 16, 1000000, "server.http_max_connections"),
                     in(s.http_threads, 1, 256, "server.http_threads"),
+                    in(s.frame_threads, 0, 1024, "server.frame_threads"),
                     inf(s.http_request_timeout_ms, 100, 600000, "server.http_request_timeout_ms"),
                     inf(s.http_idle_timeout_ms, 100, 3600000, "server.http_idle_timeout_ms"),
                     in(s.max_batch, 1, 64, "inference.max_batch"), in(s.max_wait_us, 0, 1000000, "inference.max_wait_us"),
@@ -525,6 +528,8 @@ Result<ServerSettings> Config::BuildServer() const {
   v.history_s = s.history_s;
   v.http_max_connections = int(s.http_max_connections);
   v.http_threads = int(s.http_threads);
+  v.frame_executor = s.frame_executor;
+  v.frame_threads = int(s.frame_threads);
   v.http_request_timeout_ms = s.http_request_timeout_ms;
   v.http_idle_timeout_ms = s.http_idle_timeout_ms;
   v.history_interval_ms = s.history_interval_ms;

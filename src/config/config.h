@@ -58,6 +58,8 @@ struct Settings {
   double publisher_timeout_ms = 5000, start_timeout_ms = 30000, budget_ms = 33.0;
   double history_s = 300, history_interval_ms = 1000;
   int64_t http_max_connections = 4096, http_threads = 8;
+  bool frame_executor = true;
+  int64_t frame_threads = 0;
   double http_request_timeout_ms = 10000, http_idle_timeout_ms = 30000;
   // [inference] (veil serve: the in-process AI target)
   int64_t max_batch = 1, max_wait_us = 0, infer_threads = 1, infer_queue = 64;
@@ -116,6 +118,10 @@ struct ServerSettings {
   double history_s = 300, history_interval_ms = 1000;  // per-session figures' history (operator page)
   // The control plane's HTTP server (http/server.h): connection cap, handler threads, deadlines.
   int http_max_connections = 4096, http_threads = 8;
+  // Sessions' frames run on one pool (server/frame_executor.h), earliest deadline first, of
+  // frame_threads threads (0: the usable cores); false: a worker thread per session.
+  bool frame_executor = true;
+  int frame_threads = 0;
   double http_request_timeout_ms = 10000, http_idle_timeout_ms = 30000;
   int max_batch = 1, max_wait_us = 0, infer_threads = 1, infer_queue = 64;
   bool fault_injection = false;  // enables PUT /v1/debug/inference (tests)

@@ -9,6 +9,7 @@
 #include <deque>
 #include <mutex>
 #include <optional>
+#include <utility>
 
 namespace veil {
 
@@ -43,6 +44,23 @@ class LatestQueue {
     T v = std::move(items_.front());
     items_.pop_front();
     return v;
+  }
+
+  // The oldest item, if any, without waiting.
+  std::optional<T> TryPop() {
+    std::lock_guard lk(mu_);
+    if (items_.empty()) return std::nullopt;
+    T v = std::move(items_.front());
+    items_.pop_front();
+    return v;
+  }
+
+  // f(the oldest item), if any, without taking it.
+  template <typename F>
+  auto Front(F f) const -> std::optional<decltype(f(std::declval<const T&>()))> {
+    std::lock_guard lk(mu_);
+    if (items_.empty()) return std::nullopt;
+    return f(items_.front());
   }
 
   // Wakes every waiter; later pushes are refused (returned to the caller).

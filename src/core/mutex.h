@@ -47,6 +47,8 @@ class SCOPED_CAPABILITY MutexLock {
   MutexLock(const MutexLock&) = delete;
   // Releases early (the destructor then does nothing).
   void Unlock() RELEASE() { lk_.unlock(); }
+  // Takes it again after Unlock.
+  void Relock() ACQUIRE() { lk_.lock(); }
   MutexLock& operator=(const MutexLock&) = delete;
 
   // The predicate runs with the mutex held; mark it with REQUIRES when it reads guarded fields.

@@ -16,7 +16,8 @@ LiveSession::LiveSession(const std::string& id, const LiveSessionConfig& c)
 
 Result<std::unique_ptr<LiveSession>> LiveSession::Start(const std::string& id, const LiveSessionConfig& c,
                                                         DetectionSink* scheduler, uint64_t scheduler_session,
-                                                        MetricsRegistry* metrics) {
+                                                        MetricsRegistry* metrics,
+                                                        std::shared_ptr<FrameExecutor> executor) {
   if (!(c.budget_ms > 0 && c.budget_ms <= 10000)) return Status::Error("session budget must be in (0, 10000] ms");
   if (c.queue_frames < 1 || c.queue_frames > 64) return Status::Error("session queue must hold 1..64 frames");
   if (Status s = Validate(c.privacy); !s) return s;
@@ -86,7 +87,8 @@ Result<std::unique_ptr<LiveSession>> LiveSession::Start(const std::string& id, c
     if (!a) return a.status();
     s->audio_ = std::move(*a);
   }
-  s->worker_ = std::thread([p = s.get()] { p->Work(); });
+  if (executor) s->executor_ = std::move(executor);
+  else s->worker_ = std::thread([p = s.get()] { p->Work(); });
   if (c.ingest == "webrtc") return s;  // the WHIP publisher attaches later
   RtpReceiverConfig rc;
   rc.codec = c.codec;
@@ -107,6 +109,7 @@ LiveSession::~LiveSession() {
   receiver_.reset();  // no more frames from the network
   stop_ = true;
   queue_.Close();
+  if (executor_) executor_->Remove(&executor_client_);  // its frame in flight, if any, ends first
   if (worker_.joinable()) worker_.join();
   sender_.reset();  // viewer threads end (they feed the WebRTC viewers)
   audio_.reset();
@@ -240,11 +243,13 @@ void LiveSession::DecodeAndQueue(EncodedFrame&& f, uint32_t rtp_ts) {
     Decoded item{std::move(fr), seq, ts, t1, arrival};
     if (ts != rtp_ts) forwarding_ = forwarding_now_ = false;  // not this input's picture: nothing to pair it with
     else if (out.size() == 1 && MaybeForward(f, item)) break;
+    const double due = item.decoded_ms + cfg_.budget_ms;
     if (queue_.Push(std::move(item))) {
       ++stale_;  // evicted: the worker fell behind
       ++evicted_;
       m_stale_->Inc();
     }
+    if (executor_) executor_->Ready(&executor_client_, due);
   }
   cpu_ms_.fetch_add(ThreadCpuMs() - cpu0);  // decode, and the send of a forwarded frame
 }
@@ -252,19 +257,31 @@ void LiveSession::DecodeAndQueue(EncodedFrame&& f, uint32_t rtp_ts) {
 void LiveSession::Work() {
   while (!stop_) {
     auto item = queue_.Pop(std::chrono::milliseconds(100));
-    if (!item) continue;
-    const double cpu0 = ThreadCpuMs();
-    try {
-      ProcessOne(*item);
-      cpu_ms_.fetch_add(ThreadCpuMs() - cpu0);
-    } catch (const std::exception& e) {
-      Fail(std::string("pipeline failed: ") + e.what());
-      return;
-    } catch (...) {
-      Fail("pipeline failed: unknown exception");
-      return;
-    }
+    if (item && !RunItem(*item)) return;
   }
+}
+
+std::optional<double> LiveSession::RunOne() {
+  if (stop_) return std::nullopt;
+  if (auto item = queue_.TryPop(); item && !RunItem(*item)) {
+    stop_ = true;  // failed: no more work (the owner ends the session)
+    return std::nullopt;
+  }
+  return queue_.Front([this](const Decoded& d) { return d.decoded_ms + cfg_.budget_ms; });
+}
+
+bool LiveSession::RunItem(Decoded& item) {
+  const double cpu0 = ThreadCpuMs();
+  try {
+    ProcessOne(item);
+    cpu_ms_.fetch_add(ThreadCpuMs() - cpu0);
+    return true;
+  } catch (const std::exception& e) {
+    Fail(std::string("pipeline failed: ") + e.what());
+  } catch (...) {
+    Fail("pipeline failed: unknown exception");
+  }
+  return false;
 }
 
 void LiveSession::ProcessOne(Decoded& item) {

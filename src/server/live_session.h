@@ -5,7 +5,9 @@
 // or WebRTC (WHEP) connections; both get the same encoded packets.
 // Threads: the receiver's streaming thread decodes every frame (inter frames
 // depend on it) and hands it over a bounded latest-frame-wins queue to the
-// session's worker; the worker drops a frame that is already older than the
+// session's worker: a thread of the server's frame executor (server/frame_executor.h,
+// earliest deadline first across sessions, one thread at a time per session), or a
+// thread of the session's own when started without one. The worker drops a frame that is already older than the
 // budget (stale drop, counted) before any expensive work, then pixelates,
 // encodes and hands it to the egress. Nothing waits on inference, and a slow
 // viewer only drops its own frames. In bypass the receiving thread forwards the
@@ -25,6 +27,7 @@
 #include "core/mutex.h"
 #include "media/codec.h"
 #include "privacy/privacy_stage.h"
+#include "server/frame_executor.h"
 #include "server/session_history.h"
 #include "server/snapshot.h"
 #include "server/speed_control.h"
@@ -101,7 +104,8 @@ class LiveSession {
  public:
   static Result<std::unique_ptr<LiveSession>> Start(const std::string& id, const LiveSessionConfig& c,
                                                     DetectionSink* scheduler, uint64_t scheduler_session,
-                                                    MetricsRegistry* metrics);
+                                                    MetricsRegistry* metrics,
+                                                    std::shared_ptr<FrameExecutor> executor = nullptr);
   ~LiveSession();  // stops the worker and every pipeline, removes its metric series
   const std::string& id() const { return id_; }
   const LiveSessionConfig& config() const { return cfg_; }
@@ -163,7 +167,9 @@ class LiveSession {
   LiveSession(const std::string& id, const LiveSessionConfig& c);
   void OnEncoded(EncodedFrame&& f, uint32_t rtp_ts);  // receiver thread: DecodeAndQueue, exceptions caught
   void DecodeAndQueue(EncodedFrame&& f, uint32_t rtp_ts);
-  void Work();                                         // worker thread
+  void Work();                                         // the session's own worker thread
+  std::optional<double> RunOne();                      // a frame executor's thread: one frame
+  bool RunItem(Decoded& item);                         // worker: ProcessOne; false: the session failed
   void ProcessOne(Decoded& item);                      // worker thread
   // Receiving thread: sends the publisher's own frame in bypass when the viewers can decode it
   // (bypass forwarding); false: the worker processes the frame.
@@ -228,7 +234,13 @@ class LiveSession {
   std::atomic<uint64_t> evicted_{0};          // receiving thread: frames pushed out of the queue
   uint64_t seen_evicted_ = 0;                 // worker thread: of those, reported to speed_
   LatestQueue<Decoded> queue_;
-  std::thread worker_;
+  std::thread worker_;                        // without an executor
+  std::shared_ptr<FrameExecutor> executor_;   // the server's; null: worker_
+  struct ExecutorClient : FrameExecutor::Client {
+    LiveSession* s;
+    explicit ExecutorClient(LiveSession* p) : s(p) {}
+    std::optional<double> RunOne() override { return s->RunOne(); }
+  } executor_client_{this};
   std::atomic<bool> stop_{false};
   std::atomic<Mode> mode_{Mode::kAnonymize};
   std::atomic<bool> want_keyframe_{true};

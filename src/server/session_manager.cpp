@@ -91,6 +91,17 @@ Result<std::unique_ptr<SessionManager>> SessionManager::Start(const ServerDeps& 
   m->m_cpu_pct_ = &metrics->GetGauge("veil_process_cpu_percent", "Process CPU over the last second, % of one core");
   m->m_cpu_s_ = &metrics->GetCounter("veil_process_cpu_seconds_total", "Process CPU time, s");
   if (Status st = m->StartCapacity(metrics); !st) return st;
+  if (d.server.frame_executor) {
+    const int n = d.server.frame_threads > 0
+                      ? d.server.frame_threads
+                      : std::max(1, int(std::ceil(d.server.cores > 0 ? d.server.cores : UsableCores())));
+    auto ex = FrameExecutor::Start(n);
+    if (!ex) return ex.status();
+    m->executor_ = std::move(*ex);
+    spdlog::info("frame executor: {} threads, earliest deadline first across sessions", n);
+  }
+  metrics->GetGauge("veil_frame_executor_threads", "Threads of the frame executor that runs every session's frames (0: a thread per session)")
+      .Set(m->executor_ ? m->executor_->stats().threads : 0);
   const double t0 = NowMs();
   WarmUpWebRtc();
   spdlog::info("WebRTC ready in {:.0f} ms (ICE on {} only)", NowMs() - t0, d.server.webrtc.ice_address);
@@ -198,7 +209,7 @@ ApiError SessionManager::Create(const CreateSpec& spec, const std::string& calle
   const std::string target = router_->Attach(sched_id, id);
   Result<std::unique_ptr<LiveSession>> s = Status::Error("not started");
   try {
-    s = LiveSession::Start(id, c, router_.get(), sched_id, metrics_);
+    s = LiveSession::Start(id, c, router_.get(), sched_id, metrics_, executor_);
   } catch (const std::exception& ex) {  // the reserved id and slot are given back below
     s = Status::Error(std::string("exception: ") + ex.what());
   }

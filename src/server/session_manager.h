@@ -194,6 +194,7 @@ class SessionManager {
   std::shared_ptr<FaultInjector> faults_ = std::make_shared<FaultInjector>();
   std::unique_ptr<AiRouter> router_;
   std::unique_ptr<CapacityModel> capacity_;
+  std::shared_ptr<FrameExecutor> executor_;  // null: a worker thread per session (server.frame_executor false)
   mutable Mutex mu_;
   std::map<std::string, Entry> sessions_ GUARDED_BY(mu_);
   bool draining_ GUARDED_BY(mu_) = false;  // shutting down
