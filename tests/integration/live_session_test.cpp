@@ -104,12 +104,13 @@ struct Rig {
   std::unique_ptr<InferenceScheduler> sched;
   std::unique_ptr<LiveSession> session;
   std::unique_ptr<RtpSender> tx;
-  explicit Rig(const std::string& id, const LiveSessionConfig& cfg = {}) {
+  explicit Rig(const std::string& id, const LiveSessionConfig& cfg = {},
+               std::shared_ptr<FrameExecutor> executor = nullptr) {
     auto sc = InferenceScheduler::Create({}, [] { return LoadDetector({}); }, &metrics, "local");
     EXPECT_TRUE(sc.ok()) << sc.error();
     if (!sc.ok()) return;
     sched = std::move(*sc);
-    auto ls = LiveSession::Start(id, cfg, sched.get(), 1, &metrics);
+    auto ls = LiveSession::Start(id, cfg, sched.get(), 1, &metrics, std::move(executor));
     EXPECT_TRUE(ls.ok()) << ls.error();
     if (!ls.ok()) return;
     session = std::move(*ls);
@@ -406,6 +407,42 @@ TEST(LiveSession, BypassForwardsThePublishersFramesAcrossModeSwitches) {
   EXPECT_GE(visible_bypass, judged_bypass * 9 / 10) << "the judge must see the faces bypass forwards";
   EXPECT_EQ(viewer.rx->stats().lost, 0u) << "one continuous RTP stream across the switches";
   EXPECT_TRUE(st.forwarding);
+}
+
+// The server's frame executor (server/frame_executor.h) runs the session's frames instead of a
+// thread of its own: one pool thread carries it at full rate, every face covered (ground truth),
+// and the session leaves the executor when it ends.
+TEST(LiveSession, RunsOnTheServersFrameExecutor) {
+  const Source src = LoadSource(240);
+  ASSERT_EQ(src.packets.size(), 240u);
+  const test::GroundTruthClip& clip = Truth();
+  ASSERT_TRUE(clip.ok()) << "the leakcheck clip is missing: run scripts/make-test-media.sh";
+  auto ex = FrameExecutor::Start(1);
+  ASSERT_TRUE(ex.ok()) << ex.error();
+  std::shared_ptr<FrameExecutor> executor = *ex;
+  LiveSessionStats st;
+  {
+    Rig rig("pooled", {}, executor);
+    ASSERT_TRUE(rig.ok());
+    Viewer viewer;
+    ASSERT_TRUE(rig.session->AddViewer("127.0.0.1", viewer.rx->port()).ok());
+    Publish(*rig.tx, src, 0, 120);
+    std::this_thread::sleep_for(std::chrono::milliseconds(400));
+    st = rig.session->stats();
+    EXPECT_EQ(executor->stats().clients, 1u);
+    auto [faces, visible] = CountFacesVisible(clip, viewer, 0, 120);
+    std::printf("on the executor: in %llu, out %llu, stale %llu, executor runs %llu; %d of %d faces visible\n",
+                (unsigned long long)st.frames_in, (unsigned long long)st.frames_out,
+                (unsigned long long)st.stale_drops, (unsigned long long)executor->stats().runs, visible, faces);
+    EXPECT_GT(faces, 80);
+    EXPECT_EQ(visible, 0);
+  }
+  EXPECT_GE(executor->stats().runs, st.frames_out) << "the session's frames ran elsewhere";
+  EXPECT_GE(st.frames_in, 115u);
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+  EXPECT_GE(st.frames_out, 108u) << "one pool thread must carry one session at full rate";
+#endif
+  EXPECT_EQ(executor->stats().clients, 0u) << "the ended session is still on the executor";
 }
 
 // Load shedding (issue 12): with a CPU hog injected into the session's worker, the frames leave
