@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Installs every Debian 12 package veil needs to build, test and run.
 # Idempotent: packages already present are skipped by apt.
+# VEIL_DEPS=build: only what building the veil binary needs (the container image's build
+# stage, deploy/Dockerfile): no test, benchmark, browser, fuzzing or npm packages.
 set -euo pipefail
 
-PKGS=(
+BUILD_PKGS=(
   # toolchain
   build-essential cmake ninja-build pkg-config git clang-format
   # media: FFmpeg libraries (decode/encode/mux) and the ffmpeg CLI for test media generation
@@ -21,6 +23,10 @@ PKGS=(
   # the control plane's HTTP server: Boost.Beast (header-only); cpp-httplib for HTTP clients
   libboost1.81-dev
   nlohmann-json3-dev libcpp-httplib-dev libspdlog-dev libfmt-dev libcli11-dev libssl-dev libtoml11-dev
+  # cluster (issue 15): the node registry and session directory are Redis (src/cluster)
+  libhiredis-dev
+)
+TEST_PKGS=(
   # tests and benchmarks; the browser tests of the web pages (headless chromium, node for playwright-core)
   libgtest-dev libgmock-dev libbenchmark-dev chromium nodejs
   # scripts/http-compare.sh: libmicrohttpd, measured against Beast and cpp-httplib (bench only)
@@ -34,9 +40,11 @@ PKGS=(
   # promtool: the metrics test runs `promtool check metrics` on a live server's /metrics
   # (the package also holds the Prometheus server; nothing here starts it)
   prometheus
-  # cluster (issue 15): the node registry and session directory are Redis (src/cluster); tests run a real redis-server
-  redis-server libhiredis-dev
+  # cluster tests run a real redis-server
+  redis-server
 )
+PKGS=("${BUILD_PKGS[@]}")
+[ "${VEIL_DEPS:-all}" = build ] || PKGS+=("${TEST_PKGS[@]}")
 
 missing=()
 for p in "${PKGS[@]}"; do
@@ -51,6 +59,8 @@ else
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
+
+[ "${VEIL_DEPS:-all}" = build ] && exit 0
 
 # playwright-core (pinned in tests/web/package-lock.json) drives Debian's chromium in the web page tests.
 # Debian's nodejs comes without npm (its own package); NodeSource's nodejs includes it and conflicts with it.
