@@ -169,8 +169,11 @@ TEST(AiRouter, NoHealthyTargetAnswersAtOnceAndSaysWhy) {
   rig.dets[1]->fail = false;
   ASSERT_TRUE(rig.WaitHealthy(1, true));
   // The target is marked up, then its orphans are assigned under the same health lock: a
-  // snapshot can fall between the two (a loaded CI machine caught it once), so wait for both.
-  for (int i = 0; i < 200 && rig.router->TargetOf(1) != "b"; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  // snapshot can fall between the two (a loaded CI machine caught it once), so wait for both,
+  // and for both orphans: they are reassigned one after the other (an ASan run caught session 2
+  // still unassigned after session 1 had its target).
+  for (int i = 0; i < 200 && (rig.router->TargetOf(1) != "b" || rig.router->TargetOf(2) != "b"); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
   EXPECT_EQ(rig.router->TargetOf(1), "b");
   EXPECT_EQ(rig.router->TargetOf(2), "b");
   EXPECT_EQ(rig.Detect(1, 4).outcome, DetectOutcome::kOk);
