@@ -5,9 +5,10 @@
 // or WebRTC (WHEP) connections; both get the same encoded packets.
 // Threads: the receiver's streaming thread decodes every frame (inter frames
 // depend on it) and hands it over a bounded latest-frame-wins queue to the
-// session's worker: a thread of the server's frame executor (server/frame_executor.h,
-// earliest deadline first across sessions, one thread at a time per session), or a
-// thread of the session's own when started without one. The worker drops a frame that is already older than the
+// session's worker: a thread of the server's frame executor
+// (server/frame_executor.h: earliest deadline first across sessions, one thread
+// at a time per session), or a thread of the session's own when started without
+// one. The worker drops a frame that is already older than the
 // budget (stale drop, counted) before any expensive work, then pixelates,
 // encodes and hands it to the egress. Nothing waits on inference, and a slow
 // viewer only drops its own frames. In bypass the receiving thread forwards the
