@@ -72,7 +72,7 @@ void FrameExecutor::Loop() {
   for (;;) {
     lk.Wait(work_cv_, [&]() REQUIRES(mu_) { return stop_ || !ready_.empty(); });
     if (stop_) return;
-    const auto [deadline, c] = *ready_.begin();
+    Client* const c = ready_.begin()->second;
     ready_.erase(ready_.begin());
     State& st = clients_[c];
     st.queued = false;

@@ -243,7 +243,7 @@ void LiveSession::DecodeAndQueue(EncodedFrame&& f, uint32_t rtp_ts) {
     Decoded item{std::move(fr), seq, ts, t1, arrival};
     if (ts != rtp_ts) forwarding_ = forwarding_now_ = false;  // not this input's picture: nothing to pair it with
     else if (out.size() == 1 && MaybeForward(f, item)) break;
-    const double due = item.decoded_ms + cfg_.budget_ms;
+    const double due = Due(item);
     if (queue_.Push(std::move(item))) {
       ++stale_;  // evicted: the worker fell behind
       ++evicted_;
@@ -267,7 +267,7 @@ std::optional<double> LiveSession::RunOne() {
     stop_ = true;  // failed: no more work (the owner ends the session)
     return std::nullopt;
   }
-  return queue_.Front([this](const Decoded& d) { return d.decoded_ms + cfg_.budget_ms; });
+  return queue_.Front([this](const Decoded& d) { return Due(d); });
 }
 
 bool LiveSession::RunItem(Decoded& item) {

@@ -171,6 +171,7 @@ class LiveSession {
   void Work();                                         // the session's own worker thread
   std::optional<double> RunOne();                      // a frame executor's thread: one frame
   bool RunItem(Decoded& item);                         // worker: ProcessOne; false: the session failed
+  double Due(const Decoded& d) const { return d.decoded_ms + cfg_.budget_ms; }  // leaves by then, or is stale
   void ProcessOne(Decoded& item);                      // worker thread
   // Receiving thread: sends the publisher's own frame in bypass when the viewers can decode it
   // (bypass forwarding); false: the worker processes the frame.
