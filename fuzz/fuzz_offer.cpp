@@ -19,9 +19,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       veil::OfferRules rules;
       rules.role = role;
       rules.loopback_only = loopback;
-      bool unsupported = false;
-      auto o = veil::ParseOffer(text, rules, &unsupported);
-      if (!o) continue;
+      auto o = veil::ParseOffer(text, rules);
+      if (!o) {
+        // A refusal says which: malformed (400) or no usable codec (422), never an unknown error.
+        const veil::StatusCode c = o.status().code();
+        if (c != veil::StatusCode::kInvalidArgument && c != veil::StatusCode::kUnsupported) __builtin_trap();
+        continue;
+      }
       for (const veil::OfferMedia* m : {o->video(), o->audio()})
         if (m) gst_caps_unref(veil::CodecCaps(*m, 1234));
       if (o->video()) (void)veil::WithStartBitrate(o->sdp, o->video()->chosen.pt, 2500);

@@ -29,9 +29,11 @@ OutputTarget::OutputTarget(const std::string& output) : final_(output), write_(o
   const fs::path p(output);
   // Beside the output (same file system: the rename is atomic), hidden, keeping the
   // extension: the container and codec are chosen by it.
-  write_ = (p.parent_path() / ("." + p.stem().string() + ".veil-" + std::to_string(::getpid()) + ".partial" +
-                               p.extension().string()))
-               .string();
+  // (Built with append: GCC 12 warns falsely, -Wrestrict, on "." + std::string&&.)
+  std::string name = ".";
+  name.append(p.stem().string()).append(".veil-").append(std::to_string(::getpid())).append(".partial");
+  name.append(p.extension().string());
+  write_ = (p.parent_path() / name).string();
 }
 
 OutputTarget::~OutputTarget() {

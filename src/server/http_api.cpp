@@ -346,26 +346,23 @@ void HttpApi::Routes() {
         !GetString(b, "mode", res, &spec.mode) || !GetBool(b, "audio", res, &spec.audio))
       return;
     SessionInfo info;
-    if (ApiError e = sessions_->Create(spec, Caller(req), &info)) {
-      if (e.http == 503) res.SetHeader("Retry-After", "5");
-      return Error(res, e.http, e.message);
-    }
+    if (Status e = sessions_->Create(spec, Caller(req), &info); !e) return Error(res, e);
     res.SetHeader("Location", "/v1/sessions/" + info.id);
     Reply(res, 201, SessionJson(info, false));
   });
   const std::string sid = "/v1/sessions/([A-Za-z0-9_-]{1,64})";
   h.Get(sid, [this](const http::Request& req, http::Response& res) {
     SessionInfo info;
-    if (ApiError e = sessions_->Get(req.matches[1], &info)) return Error(res, e.http, e.message);
+    if (Status e = sessions_->Get(req.matches[1], &info); !e) return Error(res, e);
     Reply(res, 200, SessionJson(info, true));
   });
   h.Delete(sid, [this](const http::Request& req, http::Response& res) {
-    if (ApiError e = sessions_->Delete(req.matches[1], Caller(req))) return Error(res, e.http, e.message);
+    if (Status e = sessions_->Delete(req.matches[1], Caller(req)); !e) return Error(res, e);
     res.status = 204;
   });
   h.Get(sid + "/stats", [this](const http::Request& req, http::Response& res) {
     SessionInfo info;
-    if (ApiError e = sessions_->Get(req.matches[1], &info)) return Error(res, e.http, e.message);
+    if (Status e = sessions_->Get(req.matches[1], &info); !e) return Error(res, e);
     Reply(res, 200, StatsJson(info));
   });
   // The outgoing picture for people (the operator page's thumbnails): after the privacy stage,
@@ -379,10 +376,7 @@ void HttpApi::Routes() {
         return Error(res, 400, "'width' must be an integer in [16, " + std::to_string(kSnapshotMaxWidth) + "]");
     }
     SessionSnapshot snap;
-    if (ApiError e = sessions_->Snapshot(req.matches[1], width, &snap)) {
-      if (e.http == 503) res.SetHeader("Retry-After", "1");
-      return Error(res, e.http, e.message);
-    }
+    if (Status e = sessions_->Snapshot(req.matches[1], width, &snap); !e) return Error(res, e, 1);
     res.SetHeader("Cache-Control", "no-store");
     res.SetHeader("X-Veil-Frame", std::to_string(snap.frame));
     res.SetHeader("X-Veil-Mode", ModeName(snap.mode));
@@ -393,7 +387,7 @@ void HttpApi::Routes() {
   // The session's figures over the last server.history_s, one point per interval, as columns.
   h.Get(sid + "/history", [this](const http::Request& req, http::Response& res) {
     std::vector<HistoryPoint> pts;
-    if (ApiError e = sessions_->History(req.matches[1], &pts)) return Error(res, e.http, e.message);
+    if (Status e = sessions_->History(req.matches[1], &pts); !e) return Error(res, e);
     json t = json::array(), fps = json::array(), p99 = json::array(), fc = json::array(), stale = json::array();
     for (const HistoryPoint& p : pts) {
       t.push_back(int64_t(p.t_unix_ms));
@@ -420,7 +414,7 @@ void HttpApi::Routes() {
     if (mode.empty()) return Error(res, 400, "field 'mode' is required: anonymize | bypass | full_blur");
     Mode previous{};
     const std::string caller = Caller(req);
-    if (ApiError e = sessions_->SetMode(req.matches[1], mode, caller, &previous)) return Error(res, e.http, e.message);
+    if (Status e = sessions_->SetMode(req.matches[1], mode, caller, &previous); !e) return Error(res, e);
     Reply(res, 200, {{"id", std::string(req.matches[1])}, {"mode", mode}, {"previous", ModeName(previous)},
                      {"changed_by", caller}, {"at", UtcNowIso()}});
   });
@@ -433,10 +427,7 @@ void HttpApi::Routes() {
         !GetPort(b, "audio_port", res, &aport, false))
       return;
     ViewerInfo v;
-    if (ApiError e = sessions_->AddViewer(req.matches[1], host, vport, aport, Caller(req), &v)) {
-      if (e.http == 503) res.SetHeader("Retry-After", "5");
-      return Error(res, e.http, e.message);
-    }
+    if (Status e = sessions_->AddViewer(req.matches[1], host, vport, aport, Caller(req), &v); !e) return Error(res, e);
     SessionInfo info;
     sessions_->Get(req.matches[1], &info);
     res.SetHeader("Location", "/v1/sessions/" + std::string(req.matches[1]) + "/viewers/" + v.id);
@@ -445,8 +436,8 @@ void HttpApi::Routes() {
            {"sdp", MakeSdp({"veil " + info.id, v.host, info.codec, v.video_port, v.audio_port, "recvonly"})}});
   });
   h.Delete(sid + "/viewers/([A-Za-z0-9]{1,16})", [this](const http::Request& req, http::Response& res) {
-    if (ApiError e = sessions_->RemoveViewer(req.matches[1], req.matches[2], Caller(req)))
-      return Error(res, e.http, e.message);
+    if (Status e = sessions_->RemoveViewer(req.matches[1], req.matches[2], Caller(req)); !e)
+      return Error(res, e);
     res.status = 204;
   });
   h.Get("/v1/events", [this](const http::Request& req, http::Response& res) {
@@ -467,7 +458,7 @@ void HttpApi::Routes() {
     if (!ParseBody(req, res, {"stall", "fail"}, &b)) return;
     bool stall = false, fail = false;
     if (!GetBool(b, "stall", res, &stall) || !GetBool(b, "fail", res, &fail)) return;
-    if (ApiError e = sessions_->InjectFault(stall, fail, Caller(req))) return Error(res, e.http, e.message);
+    if (Status e = sessions_->InjectFault(stall, fail, Caller(req)); !e) return Error(res, e);
     Reply(res, 200, {{"stall", stall}, {"fail", fail}});
   });
   // A CPU hog in one session's worker (fault injection): its frames leave late, and the
@@ -478,7 +469,7 @@ void HttpApi::Routes() {
     if (!b.contains("ms") || !b["ms"].is_number() || !(b["ms"].get<double>() >= 0 && b["ms"].get<double>() <= 1000))
       return Error(res, 400, "'ms' must be a number of CPU ms per frame in [0, 1000]");
     const double ms = b["ms"].get<double>();
-    if (ApiError e = sessions_->InjectCpuHog(req.matches[1], ms, Caller(req))) return Error(res, e.http, e.message);
+    if (Status e = sessions_->InjectCpuHog(req.matches[1], ms, Caller(req)); !e) return Error(res, e);
     Reply(res, 200, {{"ms", ms}});
   });
 }

@@ -15,6 +15,26 @@ void Reply(http::Response& res, int status, const nlohmann::json& body) {
 
 void Error(http::Response& res, int status, const std::string& why) { Reply(res, status, {{"error", why}}); }
 
+int HttpStatusOf(StatusCode c) {
+  switch (c) {
+    case StatusCode::kOk: return 200;
+    case StatusCode::kInvalidArgument: return 400;
+    case StatusCode::kForbidden: return 403;
+    case StatusCode::kNotFound: return 404;
+    case StatusCode::kConflict: return 409;
+    case StatusCode::kUnsupported: return 422;
+    case StatusCode::kUnavailable: return 503;
+    case StatusCode::kUnknown:
+    case StatusCode::kInternal: return 500;
+  }
+  return 500;
+}
+
+void Error(http::Response& res, const Status& s, int retry_after_s) {
+  if (s.code() == StatusCode::kUnavailable) res.SetHeader("Retry-After", std::to_string(retry_after_s));
+  Reply(res, HttpStatusOf(s.code()), {{"error", s.message()}, {"code", StatusCodeName(s.code())}});
+}
+
 std::string Caller(const http::Request& req) {
   std::string c = req.remote_addr + ":" + std::to_string(req.remote_port);
   const std::string name = req.Header("X-Veil-Caller");

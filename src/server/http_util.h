@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/status.h"
 #include "http/message.h"
 
 namespace veil {
@@ -12,6 +13,13 @@ namespace veil {
 void Reply(http::Response& res, int status, const nlohmann::json& body);
 // A JSON error body {"error": why}.
 void Error(http::Response& res, int status, const std::string& why);
+// The HTTP status of a refusal: the only place that maps StatusCode to HTTP's numbers
+// (kInvalidArgument 400, kForbidden 403, kNotFound 404, kConflict 409, kUnsupported 422,
+// kUnavailable 503, kUnknown and kInternal 500).
+int HttpStatusOf(StatusCode c);
+// A refusal (`s` not ok): that status, {"error": message, "code": "not_found" ...}, and
+// Retry-After: retry_after_s when it is kUnavailable (try later).
+void Error(http::Response& res, const Status& s, int retry_after_s = 5);
 // Who asked: the peer address, plus a caller name the client may give
 // (X-Veil-Caller, sanitized), for the audit trail.
 std::string Caller(const http::Request& req);

@@ -124,14 +124,14 @@ void LiveSession::RequestKeyframe(double min_gap_ms) {
 }
 
 Status LiveSession::AttachPublisher(const Offer& offer, const WebRtcPeerConfig& c, std::string* answer) {
-  if (cfg_.ingest != "webrtc") return Status::Error("this session takes plain RTP ingest, not WHIP");
+  if (cfg_.ingest != "webrtc") return Status::Error(StatusCode::kConflict, "this session takes plain RTP ingest, not WHIP");
   {
     MutexLock lk(web_mu_);
-    if (whip_) return Status::Error("this session already has a publisher");
+    if (whip_) return Status::Error(StatusCode::kConflict, "this session already has a publisher");
   }
   const OfferMedia* v = offer.video();
   if (!v || CodecId(v->chosen.name) != cfg_.codec)
-    return Status::Error("the offer's video codec is not the session's (" + cfg_.codec + ")");
+    return Status::Error(StatusCode::kUnsupported, "the offer's video codec is not the session's (" + cfg_.codec + ")");
   UdpRelay* audio = audio_.get();
   auto in = WhipIngest::Start(
       offer, c, [this](EncodedFrame&& f, uint32_t ts) { OnEncoded(std::move(f), ts); },
@@ -141,7 +141,7 @@ Status LiveSession::AttachPublisher(const Offer& offer, const WebRtcPeerConfig& 
       answer);
   if (!in) return in.status();
   MutexLock lk(web_mu_);
-  if (whip_) return Status::Error("this session already has a publisher");
+  if (whip_) return Status::Error(StatusCode::kConflict, "this session already has a publisher");
   whip_ = std::move(*in);
   whip_raw_ = whip_.get();
   return Status::Ok();

@@ -141,16 +141,16 @@ std::vector<Event> SessionManager::Events(uint64_t after_seq) const {
   return out;
 }
 
-ApiError SessionManager::Create(const CreateSpec& spec, const std::string& caller, SessionInfo* out) {
+Status SessionManager::Create(const CreateSpec& spec, const std::string& caller, SessionInfo* out) {
   if (!spec.id.empty() && !ValidSessionId(spec.id))
-    return {400, "session id must be 1-64 characters of A-Z a-z 0-9 - _"};
-  if (spec.codec != "vp8" && spec.codec != "h264") return {400, "codec must be vp8 or h264, got '" + spec.codec + "'"};
+    return Status::Error(StatusCode::kInvalidArgument, "session id must be 1-64 characters of A-Z a-z 0-9 - _");
+  if (spec.codec != "vp8" && spec.codec != "h264") return Status::Error(StatusCode::kInvalidArgument, "codec must be vp8 or h264, got '" + spec.codec + "'");
   LiveSessionConfig c;
   c.codec = spec.codec;
   c.privacy = deps_.privacy;
   if (!spec.mode.empty()) {
     auto m = ParseMode(spec.mode);
-    if (!m) return {400, m.error()};
+    if (!m) return Status::Error(StatusCode::kInvalidArgument, m.error());
     c.privacy.mode = *m;
   }
   c.encoder = deps_.encoder;
@@ -172,32 +172,32 @@ ApiError SessionManager::Create(const CreateSpec& spec, const std::string& calle
   c.ingest = spec.ingest;
   c.history_interval_ms = deps_.server.history_interval_ms;
   c.history_points = size_t(std::max(1.0, std::round(deps_.server.history_s * 1000 / c.history_interval_ms)));
-  if (c.ingest != "rtp" && c.ingest != "webrtc") return {400, "ingest must be rtp or webrtc, got '" + c.ingest + "'"};
+  if (c.ingest != "rtp" && c.ingest != "webrtc") return Status::Error(StatusCode::kInvalidArgument, "ingest must be rtp or webrtc, got '" + c.ingest + "'");
 
   std::string id = spec.id;
   uint64_t sched_id = 0;
   if (!id.empty()) {  // the id's previous session is still being destroyed: wait for it (bounded)
     MutexLock el(ending_mu_);
     if (!el.WaitFor(ending_cv_, std::chrono::seconds(3), [&]() REQUIRES(ending_mu_) { return !ending_.count(id); }))
-      return {503, "session '" + id + "' is still ending: retry"};
+      return Status::Error(StatusCode::kUnavailable, "session '" + id + "' is still ending: retry");
   }
   {
     MutexLock lk(mu_);
-    if (draining_) return {503, "the server is shutting down"};
+    if (draining_) return Status::Error(StatusCode::kUnavailable, "the server is shutting down");
     SessionLoad want;
     want.codec = c.codec;
     want.mode = c.privacy.mode;
     if (std::string why = AdmitReason(want); !why.empty()) {
       m_rejected_->Inc();
-      return {503, why + ": try later or another server"};
+      return Status::Error(StatusCode::kUnavailable, why + ": try later or another server");
     }
     if (id.empty()) {
       do id = RandomId();
       while (sessions_.count(id));
     } else if (sessions_.count(id)) {
-      return {409, "session '" + id + "' already exists"};
+      return Status::Error(StatusCode::kConflict, "session '" + id + "' already exists");
     } else if (MutexLock el(ending_mu_); ending_.count(id)) {
-      return {503, "session '" + id + "' is still ending: retry"};
+      return Status::Error(StatusCode::kUnavailable, "session '" + id + "' is still ending: retry");
     }
     sched_id = next_sched_id_++;
     Entry reserved;  // reserves the id and its share of the capacity; filled below
@@ -217,10 +217,10 @@ ApiError SessionManager::Create(const CreateSpec& spec, const std::string& calle
   if (!s || draining_) {
     sessions_.erase(id);
     router_->Detach(sched_id);
-    if (!s) return {500, "cannot start session: " + s.error()};
+    if (!s) return Status::Error(StatusCode::kInternal, "cannot start session: " + s.error());
     lk.Unlock();
     s->reset();
-    return {503, "the server is shutting down"};
+    return Status::Error(StatusCode::kUnavailable, "the server is shutting down");
   }
   Entry& e = sessions_[id];
   // The last owner's release (the table's, or a WebRTC negotiation's) destroys the session and
@@ -302,33 +302,33 @@ std::shared_ptr<LiveSession> SessionManager::Take(const std::string& id, const s
   return s;
 }
 
-ApiError SessionManager::Delete(const std::string& id, const std::string& caller) {
+Status SessionManager::Delete(const std::string& id, const std::string& caller) {
   auto s = Take(id, "deleted", "by " + caller);
-  if (!s) return {404, "no session '" + id + "'"};
+  if (!s) return Status::Error(StatusCode::kNotFound, "no session '" + id + "'");
   s.reset();  // joins its threads, outside the lock
   return {};
 }
 
-ApiError SessionManager::Get(const std::string& id, SessionInfo* out) const {
+Status SessionManager::Get(const std::string& id, SessionInfo* out) const {
   MutexLock lk(mu_);
   auto it = sessions_.find(id);
-  if (it == sessions_.end() || !it->second.session) return {404, "no session '" + id + "'"};
+  if (it == sessions_.end() || !it->second.session) return Status::Error(StatusCode::kNotFound, "no session '" + id + "'");
   *out = InfoOf(it->second);
   return {};
 }
 
-ApiError SessionManager::Snapshot(const std::string& id, int max_width, SessionSnapshot* out) const {
+Status SessionManager::Snapshot(const std::string& id, int max_width, SessionSnapshot* out) const {
   std::shared_ptr<LiveSession> s = Find(id);  // encoded outside the table's lock
-  if (!s) return {404, "no session '" + id + "'"};
+  if (!s) return Status::Error(StatusCode::kNotFound, "no session '" + id + "'");
   auto snap = s->Snapshot(max_width);
-  if (!snap) return {503, "session '" + id + "': " + snap.error()};
+  if (!snap) return Status::Error(StatusCode::kUnavailable, "session '" + id + "': " + snap.error());
   *out = std::move(*snap);
   return {};
 }
 
-ApiError SessionManager::History(const std::string& id, std::vector<HistoryPoint>* out) const {
+Status SessionManager::History(const std::string& id, std::vector<HistoryPoint>* out) const {
   std::shared_ptr<LiveSession> s = Find(id);
-  if (!s) return {404, "no session '" + id + "'"};
+  if (!s) return Status::Error(StatusCode::kNotFound, "no session '" + id + "'");
   *out = s->History();
   return {};
 }
@@ -341,26 +341,26 @@ std::vector<SessionInfo> SessionManager::List() const {
   return out;
 }
 
-ApiError SessionManager::AddViewer(const std::string& id, const std::string& host, int video_port, int audio_port,
+Status SessionManager::AddViewer(const std::string& id, const std::string& host, int video_port, int audio_port,
                                    const std::string& caller, ViewerInfo* out) {
   sockaddr_in a{};
-  if (Status s = ParseEndpoint(host, video_port, &a); !s) return {400, "viewer video " + s.message()};
+  if (Status s = ParseEndpoint(host, video_port, &a); !s) return Status::Error(StatusCode::kInvalidArgument, "viewer video " + s.message());
   if (audio_port != 0)
-    if (Status s = ParseEndpoint(host, audio_port, &a); !s) return {400, "viewer audio " + s.message()};
+    if (Status s = ParseEndpoint(host, audio_port, &a); !s) return Status::Error(StatusCode::kInvalidArgument, "viewer audio " + s.message());
   if (!deps_.server.any_viewer_host && !IsLoopback(host))
-    return {403, "viewers must be on loopback (server.viewer_hosts = loopback), got '" + host + "'"};
+    return Status::Error(StatusCode::kForbidden, "viewers must be on loopback (server.viewer_hosts = loopback), got '" + host + "'");
   MutexLock lk(mu_);
   auto it = sessions_.find(id);
-  if (it == sessions_.end() || !it->second.session) return {404, "no session '" + id + "'"};
+  if (it == sessions_.end() || !it->second.session) return Status::Error(StatusCode::kNotFound, "no session '" + id + "'");
   Entry& e = it->second;
   if (int(e.info.viewers.size()) >= deps_.server.max_viewers)
-    return {503, "viewer limit reached (" + std::to_string(deps_.server.max_viewers) + ", server.max_viewers)"};
-  if (std::string why = OverloadReason(); !why.empty()) return {503, why};
+    return Status::Error(StatusCode::kUnavailable, "viewer limit reached (" + std::to_string(deps_.server.max_viewers) + ", server.max_viewers)");
+  if (std::string why = OverloadReason(); !why.empty()) return Status::Error(StatusCode::kUnavailable, why);
   for (const ViewerInfo& v : e.info.viewers)
     if (v.host == host && (v.video_port == video_port || (audio_port != 0 && v.audio_port == audio_port)))
-      return {409, "a viewer already receives at " + host + ":" + std::to_string(video_port)};
-  if (audio_port != 0 && e.session->audio_port() == 0) return {400, "this session has no audio: omit audio_port"};
-  if (Status s = e.session->AddViewer(host, video_port, audio_port); !s) return {400, s.message()};
+      return Status::Error(StatusCode::kConflict, "a viewer already receives at " + host + ":" + std::to_string(video_port));
+  if (audio_port != 0 && e.session->audio_port() == 0) return Status::Error(StatusCode::kInvalidArgument, "this session has no audio: omit audio_port");
+  if (Status s = e.session->AddViewer(host, video_port, audio_port); !s) return Status::Error(StatusCode::kInvalidArgument, s.message());
   ViewerInfo v{"v" + std::to_string(e.next_viewer++), host, video_port, audio_port};
   e.info.viewers.push_back(v);
   *out = v;
@@ -370,15 +370,15 @@ ApiError SessionManager::AddViewer(const std::string& id, const std::string& hos
   return {};
 }
 
-ApiError SessionManager::RemoveViewer(const std::string& id, const std::string& viewer, const std::string& caller) {
+Status SessionManager::RemoveViewer(const std::string& id, const std::string& viewer, const std::string& caller) {
   std::shared_ptr<LiveSession> web;  // a WebRTC viewer's pipeline is stopped outside the lock
   {
     MutexLock lk(mu_);
     auto it = sessions_.find(id);
-    if (it == sessions_.end() || !it->second.session) return {404, "no session '" + id + "'"};
+    if (it == sessions_.end() || !it->second.session) return Status::Error(StatusCode::kNotFound, "no session '" + id + "'");
     auto& vs = it->second.info.viewers;
     auto v = std::find_if(vs.begin(), vs.end(), [&](const ViewerInfo& x) { return x.id == viewer; });
-    if (v == vs.end()) return {404, "no viewer '" + viewer + "' in session '" + id + "'"};
+    if (v == vs.end()) return Status::Error(StatusCode::kNotFound, "no viewer '" + viewer + "' in session '" + id + "'");
     if (v->kind == "webrtc") web = it->second.session;
     else it->second.session->RemoveViewer(v->host, v->video_port, v->audio_port);
     AddEvent("viewer_removed", id, viewer + " by " + caller);
@@ -404,20 +404,19 @@ WebRtcPeerConfig SessionManager::PeerConfig() const {
   return c;
 }
 
-ApiError SessionManager::Publish(const std::string& id, const std::string& offer_text, const std::string& caller,
+Status SessionManager::Publish(const std::string& id, const std::string& offer_text, const std::string& caller,
                                  WebRtcAnswer* out) {
-  if (!ValidSessionId(id)) return {400, "session id must be 1-64 characters of A-Z a-z 0-9 - _"};
+  if (!ValidSessionId(id)) return Status::Error(StatusCode::kInvalidArgument, "session id must be 1-64 characters of A-Z a-z 0-9 - _");
   OfferRules rules;
   rules.role = OfferRole::kPublish;
   rules.loopback_only = IsLoopback(deps_.server.webrtc.ice_address);
   std::shared_ptr<LiveSession> session = Find(id);
   if (session) {
-    if (session->config().ingest != "webrtc") return {409, "session '" + id + "' takes plain RTP ingest"};
+    if (session->config().ingest != "webrtc") return Status::Error(StatusCode::kConflict, "session '" + id + "' takes plain RTP ingest");
     rules.video_codecs = {session->config().codec};
   }
-  bool unsupported = false;
-  auto offer = ParseOffer(offer_text, rules, &unsupported);
-  if (!offer) return {unsupported ? 422 : 400, "SDP offer: " + offer.error()};
+  auto offer = ParseOffer(offer_text, rules);
+  if (!offer) return Status::Error(offer.status().code(), "SDP offer: " + offer.error());
   bool created = false;
   if (!session) {
     CreateSpec spec;
@@ -426,21 +425,21 @@ ApiError SessionManager::Publish(const std::string& id, const std::string& offer
     spec.audio = offer->audio() != nullptr;
     spec.ingest = "webrtc";
     SessionInfo info;
-    if (ApiError e = Create(spec, caller, &info)) return e;
+    if (Status e = Create(spec, caller, &info); !e) return e;
     session = Find(id);
     created = true;
-    if (!session) return {409, "session '" + id + "' ended while it was being published"};
+    if (!session) return Status::Error(StatusCode::kConflict, "session '" + id + "' ended while it was being published");
   }
   std::string answer;
   const double t0 = NowMs();
   if (Status s = session->AttachPublisher(*offer, PeerConfig(), &answer); !s) {
     if (created) Take(id, "error", "WHIP negotiation failed: " + s.message()).reset();
-    const bool taken = s.message().find("already has a publisher") != std::string::npos;
-    return {taken ? 409 : 500, (taken ? "" : "WebRTC negotiation failed: ") + s.message()};
+    if (s.code() == StatusCode::kConflict || s.code() == StatusCode::kUnsupported) return s;
+    return Status::Error(StatusCode::kInternal, "WebRTC negotiation failed: " + s.message());
   }
   MutexLock lk(mu_);
   auto it = sessions_.find(id);
-  if (it == sessions_.end() || it->second.session != session) return {409, "session '" + id + "' ended during the negotiation"};
+  if (it == sessions_.end() || it->second.session != session) return Status::Error(StatusCode::kConflict, "session '" + id + "' ended during the negotiation");
   it->second.info.publisher = RandomId("p", 6);  // unguessable: the Location is the only handle
   out->session = id;
   out->resource = it->second.info.publisher;
@@ -453,40 +452,39 @@ ApiError SessionManager::Publish(const std::string& id, const std::string& offer
   return {};
 }
 
-ApiError SessionManager::Unpublish(const std::string& id, const std::string& resource, const std::string& caller) {
+Status SessionManager::Unpublish(const std::string& id, const std::string& resource, const std::string& caller) {
   {
     MutexLock lk(mu_);
     auto it = sessions_.find(id);
     if (it == sessions_.end() || !it->second.session || it->second.info.publisher.empty() ||
         it->second.info.publisher != resource)
-      return {404, "no WHIP resource '" + resource + "' in session '" + id + "'"};
+      return Status::Error(StatusCode::kNotFound, "no WHIP resource '" + resource + "' in session '" + id + "'");
   }
   auto s = Take(id, "unpublished", "WHIP DELETE by " + caller);
-  if (!s) return {404, "no session '" + id + "'"};
+  if (!s) return Status::Error(StatusCode::kNotFound, "no session '" + id + "'");
   s.reset();
   return {};
 }
 
-ApiError SessionManager::Watch(const std::string& id, const std::string& offer_text, const std::string& caller,
+Status SessionManager::Watch(const std::string& id, const std::string& offer_text, const std::string& caller,
                                WebRtcAnswer* out) {
   std::shared_ptr<LiveSession> session = Find(id);
-  if (!session) return {404, "no session '" + id + "'"};
+  if (!session) return Status::Error(StatusCode::kNotFound, "no session '" + id + "'");
   OfferRules rules;
   rules.role = OfferRole::kView;
   rules.video_codecs = {session->config().codec};
   rules.loopback_only = IsLoopback(deps_.server.webrtc.ice_address);
-  bool unsupported = false;
-  auto offer = ParseOffer(offer_text, rules, &unsupported);
-  if (!offer) return {unsupported ? 422 : 400, "SDP offer: " + offer.error()};
+  auto offer = ParseOffer(offer_text, rules);
+  if (!offer) return Status::Error(offer.status().code(), "SDP offer: " + offer.error());
   std::string key;
   {
     MutexLock lk(mu_);
     auto it = sessions_.find(id);
-    if (it == sessions_.end() || it->second.session != session) return {404, "no session '" + id + "'"};
+    if (it == sessions_.end() || it->second.session != session) return Status::Error(StatusCode::kNotFound, "no session '" + id + "'");
     Entry& e = it->second;
     if (int(e.info.viewers.size()) >= deps_.server.max_viewers)
-      return {503, "viewer limit reached (" + std::to_string(deps_.server.max_viewers) + ", server.max_viewers)"};
-    if (std::string why = OverloadReason(); !why.empty()) return {503, why};
+      return Status::Error(StatusCode::kUnavailable, "viewer limit reached (" + std::to_string(deps_.server.max_viewers) + ", server.max_viewers)");
+    if (std::string why = OverloadReason(); !why.empty()) return Status::Error(StatusCode::kUnavailable, why);
     key = RandomId("w", 6);  // unguessable: with public viewing, the Location is the only handle
     e.info.viewers.push_back({key, "", 0, 0, "webrtc"});  // holds its place under the limit
   }
@@ -502,8 +500,8 @@ ApiError SessionManager::Watch(const std::string& id, const std::string& offer_t
       vs.erase(std::remove_if(vs.begin(), vs.end(), [&](const ViewerInfo& v) { return v.id == key; }), vs.end());
     }
     if (s) session->RemoveWebViewer(key);
-    return s ? ApiError{404, "session '" + id + "' ended during the negotiation"}
-             : ApiError{500, "WebRTC negotiation failed: " + s.message()};
+    return s ? Status::Error(StatusCode::kNotFound, "session '" + id + "' ended during the negotiation")
+             : Status::Error(StatusCode::kInternal, "WebRTC negotiation failed: " + s.message());
   }
   out->session = id;
   out->resource = key;
@@ -514,31 +512,31 @@ ApiError SessionManager::Watch(const std::string& id, const std::string& offer_t
   return {};
 }
 
-ApiError SessionManager::SetMode(const std::string& id, const std::string& mode, const std::string& caller,
+Status SessionManager::SetMode(const std::string& id, const std::string& mode, const std::string& caller,
                                  Mode* previous) {
   auto m = ParseMode(mode);
-  if (!m) return {400, m.error()};
+  if (!m) return Status::Error(StatusCode::kInvalidArgument, m.error());
   MutexLock lk(mu_);
   auto it = sessions_.find(id);
-  if (it == sessions_.end() || !it->second.session) return {404, "no session '" + id + "'"};
+  if (it == sessions_.end() || !it->second.session) return Status::Error(StatusCode::kNotFound, "no session '" + id + "'");
   *previous = it->second.session->mode();
   it->second.session->SetMode(*m);
   AddEvent("mode_changed", id, ModeName(*previous) + " -> " + ModeName(*m) + " by " + caller);
   return {};
 }
 
-ApiError SessionManager::InjectFault(bool stall, bool fail, const std::string& caller) {
-  if (!deps_.server.fault_injection) return {404, "fault injection is off (inference.fault_injection = false)"};
+Status SessionManager::InjectFault(bool stall, bool fail, const std::string& caller) {
+  if (!deps_.server.fault_injection) return Status::Error(StatusCode::kNotFound, "fault injection is off (inference.fault_injection = false)");
   faults_->Set(stall, fail);
   AddEvent("fault_injection", "", std::string("stall=") + (stall ? "true" : "false") + " fail=" + (fail ? "true" : "false") +
                                       " by " + caller);
   return {};
 }
 
-ApiError SessionManager::InjectCpuHog(const std::string& id, double ms, const std::string& caller) {
-  if (!deps_.server.fault_injection) return {404, "fault injection is off (inference.fault_injection = false)"};
+Status SessionManager::InjectCpuHog(const std::string& id, double ms, const std::string& caller) {
+  if (!deps_.server.fault_injection) return Status::Error(StatusCode::kNotFound, "fault injection is off (inference.fault_injection = false)");
   std::shared_ptr<LiveSession> s = Find(id);
-  if (!s) return {404, "no session '" + id + "'"};
+  if (!s) return Status::Error(StatusCode::kNotFound, "no session '" + id + "'");
   s->InjectWorkerCpuMs(ms);
   AddEvent("fault_injection", id, fmt::format("cpu_hog={:g} ms per frame by {}", ms, caller));
   return {};

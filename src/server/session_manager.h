@@ -29,13 +29,6 @@
 
 namespace veil {
 
-// An API-level failure: the HTTP status it maps to and a reason for humans.
-struct ApiError {
-  int http = 0;  // 0 = no error
-  std::string message;
-  explicit operator bool() const { return http != 0; }
-};
-
 struct ViewerInfo {
   std::string id, host;
   int video_port = 0, audio_port = 0;
@@ -103,32 +96,36 @@ class SessionManager {
   static Result<std::unique_ptr<SessionManager>> Start(const ServerDeps& d, MetricsRegistry* metrics);
   ~SessionManager();  // Shutdown()
 
-  ApiError Create(const CreateSpec& spec, const std::string& caller, SessionInfo* out);
-  ApiError Delete(const std::string& id, const std::string& caller);
-  ApiError Get(const std::string& id, SessionInfo* out) const;
+  Status Create(const CreateSpec& spec, const std::string& caller, SessionInfo* out);
+  Status Delete(const std::string& id, const std::string& caller);
+  Status Get(const std::string& id, SessionInfo* out) const;
   std::vector<SessionInfo> List() const;
   bool Exists(const std::string& id) const { return Find(id) != nullptr; }
-  ApiError AddViewer(const std::string& id, const std::string& host, int video_port, int audio_port,
+  Status AddViewer(const std::string& id, const std::string& host, int video_port, int audio_port,
                      const std::string& caller, ViewerInfo* out);
-  ApiError RemoveViewer(const std::string& id, const std::string& viewer, const std::string& caller);
-  ApiError SetMode(const std::string& id, const std::string& mode, const std::string& caller, Mode* previous);
-  ApiError InjectFault(bool stall, bool fail, const std::string& caller);
+  Status RemoveViewer(const std::string& id, const std::string& viewer, const std::string& caller);
+  Status SetMode(const std::string& id, const std::string& mode, const std::string& caller, Mode* previous);
+  Status InjectFault(bool stall, bool fail, const std::string& caller);
   // The session's worker burns `ms` of CPU per frame (inference.fault_injection only).
-  ApiError InjectCpuHog(const std::string& id, double ms, const std::string& caller);
+  Status InjectCpuHog(const std::string& id, double ms, const std::string& caller);
+  // The calls below fail with a StatusCode that says what kind of refusal it is (the HTTP layer
+  // maps it: server/http_util.h): kInvalidArgument, kNotFound, kConflict, kUnavailable (retry
+  // later: capacity, draining, a session still ending), ...
   // WHIP: answers a publisher's offer for session `id`, creating the session
   // (ingest webrtc, codec from the offer) when it does not exist. Blocks for
-  // the negotiation. 400 malformed offer, 409 already published, 422 no usable codec.
-  ApiError Publish(const std::string& id, const std::string& offer, const std::string& caller, WebRtcAnswer* out);
+  // the negotiation. kInvalidArgument malformed offer, kConflict already published,
+  // kUnsupported no usable codec.
+  Status Publish(const std::string& id, const std::string& offer, const std::string& caller, WebRtcAnswer* out);
   // WHIP DELETE: the publisher leaves and the session ends.
-  ApiError Unpublish(const std::string& id, const std::string& resource, const std::string& caller);
+  Status Unpublish(const std::string& id, const std::string& resource, const std::string& caller);
   // WHEP: a viewer's offer for session `id`. Blocks for the negotiation.
-  ApiError Watch(const std::string& id, const std::string& offer, const std::string& caller, WebRtcAnswer* out);
+  Status Watch(const std::string& id, const std::string& offer, const std::string& caller, WebRtcAnswer* out);
   std::vector<Event> Events(uint64_t after_seq) const;
   // The session's outgoing picture (LiveSession::Snapshot), at most max_width
-  // px wide. 404 no such session, 503 no frame has left it yet.
-  ApiError Snapshot(const std::string& id, int max_width, SessionSnapshot* out) const;
-  // The session's figures over the history window, oldest first. 404 no such session.
-  ApiError History(const std::string& id, std::vector<HistoryPoint>* out) const;
+  // px wide. kNotFound no such session, kUnavailable no frame has left it yet.
+  Status Snapshot(const std::string& id, int max_width, SessionSnapshot* out) const;
+  // The session's figures over the history window, oldest first. kNotFound no such session.
+  Status History(const std::string& id, std::vector<HistoryPoint>* out) const;
 
   // Readiness: empty when new sessions can be taken, else why not.
   std::string NotReadyReason() const;
@@ -138,7 +135,7 @@ class SessionManager {
   std::vector<TargetState> Targets() const;
   // Ends every session (with this reason) and refuses new ones. Idempotent.
   void Shutdown(const std::string& reason = "shutdown");
-  // Takes no new sessions from now on (503, /readyz 503 "draining"); running ones go on. Idempotent.
+  // Takes no new sessions from now on (kUnavailable, /readyz 503 "draining"); running ones go on. Idempotent.
   void Drain(const std::string& caller);
   bool draining() const;
   // No session in the table and none still being torn down.

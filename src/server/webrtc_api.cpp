@@ -75,11 +75,10 @@ void WebRtcRoutes::Offer(const http::Request& req, http::Response& res, bool pub
     ~Release() { --pending; }
   } release{gate.pending};
   WebRtcAnswer a;
-  const ApiError e = publish ? sessions_->Publish(id, req.body, Caller(req), &a) : sessions_->Watch(id, req.body, Caller(req), &a);
-  if (e) {
-    Offers(kind, e.http >= 500 ? "failed" : "refused").Inc();
-    if (e.http == 503) res.SetHeader("Retry-After", "5");
-    return Error(res, e.http, e.message);
+  const Status e = publish ? sessions_->Publish(id, req.body, Caller(req), &a) : sessions_->Watch(id, req.body, Caller(req), &a);
+  if (!e) {
+    Offers(kind, HttpStatusOf(e.code()) >= 500 ? "failed" : "refused").Inc();
+    return Error(res, e);
   }
   Offers(kind, "ok").Inc();
   res.status = 201;
@@ -100,18 +99,18 @@ void WebRtcRoutes::Register(http::Router& h) {
         return Error(res, 401, "missing or wrong bearer token");
       }
       const std::string id = req.matches[1], resource = req.matches[2];
-      ApiError e;
+      Status e;
       if (publish) {
         e = sessions_->Unpublish(id, resource, Caller(req));
       } else {
         SessionInfo info;
-        const bool web = !sessions_->Get(id, &info) &&
+        const bool web = sessions_->Get(id, &info).ok() &&
                          std::any_of(info.viewers.begin(), info.viewers.end(),
                                      [&](const ViewerInfo& v) { return v.id == resource && v.kind == "webrtc"; });
         e = web ? sessions_->RemoveViewer(id, resource, Caller(req))
-                : ApiError{404, "no WHEP resource '" + resource + "' in session '" + id + "'"};
+                : Status::Error(StatusCode::kNotFound, "no WHEP resource '" + resource + "' in session '" + id + "'");
       }
-      if (e) return Error(res, e.http, e.message);
+      if (!e) return Error(res, e);
       res.status = 200;
     });
     h.Patch(rid, [this](const http::Request&, http::Response& res) {

@@ -90,21 +90,21 @@ TEST(PacedSessions, ConcurrentControlAndMediaStayConsistent) {
   SessionManager& m = **mgr;
 
   SessionInfo a, b;
-  ASSERT_FALSE(m.Create(Spec("p1"), "test", &a)) << "create p1";
-  ASSERT_FALSE(m.Create(Spec("p2"), "test", &b)) << "create p2";
+  ASSERT_TRUE(m.Create(Spec("p1"), "test", &a).ok()) << "create p1";
+  ASSERT_TRUE(m.Create(Spec("p2"), "test", &b).ok()) << "create p2";
   std::atomic<bool> stop_media{false}, stop_control{false};
   std::atomic<int> sent1{0}, sent2{0}, api_errors{0}, calls{0}, gap_404{0};
   // p2 is deleted and created again below: a call on p2 that starts before the new one exists may
   // get 404 (and only that); anything else is an error.
   std::atomic<double> gap_from{1e300}, gap_to{1e300};
-  auto check = [&](const char* id, const ApiError& e, double started) {
-    if (!e) return;
-    if (std::string(id) == "p2" && e.http == 404 && NowMs() >= gap_from.load() && started <= gap_to.load()) {
+  auto check = [&](const char* id, const Status& e, double started) {
+    if (e.ok()) return;
+    if (std::string(id) == "p2" && e.code() == StatusCode::kNotFound && NowMs() >= gap_from.load() && started <= gap_to.load()) {
       ++gap_404;
       return;
     }
     ++api_errors;
-    ADD_FAILURE() << id << ": " << e.http << " " << e.message;
+    ADD_FAILURE() << id << ": " << StatusCodeName(e.code()) << " " << e.message();
   };
   std::thread pub1([&] { sent1 = Publish(pk, a.video_port, stop_media); });
   std::thread pub2([&] { sent2 = Publish(pk, b.video_port, stop_media); });
@@ -131,9 +131,9 @@ TEST(PacedSessions, ConcurrentControlAndMediaStayConsistent) {
     }
     for (int i = 0; !stop_control; ++i) {
       ViewerInfo v;
-      const ApiError e = m.AddViewer("p1", "127.0.0.1", socks[size_t(i) % 3].port(), 0, "test", &v);
+      const Status e = m.AddViewer("p1", "127.0.0.1", socks[size_t(i) % 3].port(), 0, "test", &v);
       check("p1", e, 0);
-      if (!e) {
+      if (e.ok()) {
         std::this_thread::sleep_for(200ms);
         check("p1", m.RemoveViewer("p1", v.id, "test"), 0);
       }
@@ -149,8 +149,8 @@ TEST(PacedSessions, ConcurrentControlAndMediaStayConsistent) {
         SessionInfo s;
         check(id, m.Get(id, &s), t);
         SessionSnapshot snap;
-        const ApiError e = m.Snapshot(id, 160, &snap);
-        if (e.http != 503) check(id, e, t);  // 503: no frame has left (the new p2) yet
+        const Status e = m.Snapshot(id, 160, &snap);
+        if (e.code() != StatusCode::kUnavailable) check(id, e, t);  // no frame has left (the new p2) yet
         std::vector<HistoryPoint> h;
         check(id, m.History(id, &h), t);
         calls += 3;
@@ -166,11 +166,11 @@ TEST(PacedSessions, ConcurrentControlAndMediaStayConsistent) {
   // Delete p2 while its publisher still sends, and take the id again at once (a new session
   // under the id of one being torn down: its metric series must stay its own).
   gap_from = NowMs();
-  ASSERT_FALSE(m.Delete("p2", "test"));
+  ASSERT_TRUE(m.Delete("p2", "test").ok());
   SessionInfo again;
-  const ApiError re = m.Create(Spec("p2"), "test", &again);
+  const Status re = m.Create(Spec("p2"), "test", &again);
   gap_to = NowMs();
-  EXPECT_FALSE(re) << re.message;
+  EXPECT_TRUE(re.ok()) << re.message();
   std::this_thread::sleep_for(2s);
   stop_control = true;
   modes.join();
@@ -181,8 +181,8 @@ TEST(PacedSessions, ConcurrentControlAndMediaStayConsistent) {
   pub2.join();
 
   SessionInfo s1;
-  const ApiError gone = m.Get("p1", &s1);
-  if (gone) {
+  const Status gone = m.Get("p1", &s1);
+  if (!gone.ok()) {
     std::string why;
     for (const Event& e : m.Events(0))
       if (e.session == "p1") why += e.type + " " + e.detail + "; ";
@@ -198,8 +198,8 @@ TEST(PacedSessions, ConcurrentControlAndMediaStayConsistent) {
   EXPECT_GT(s1.stats.frames_out, 0u) << "no frame left p1";
   EXPECT_NE(metrics.ExportText().find("veil_session_frames_received_total{session=\"p2\""), std::string::npos)
       << "the new p2 has its own series";
-  EXPECT_FALSE(m.Delete("p1", "test"));
-  EXPECT_FALSE(m.Delete("p2", "test"));
+  EXPECT_TRUE(m.Delete("p1", "test").ok());
+  EXPECT_TRUE(m.Delete("p2", "test").ok());
   EXPECT_TRUE(m.List().empty());
 }
 

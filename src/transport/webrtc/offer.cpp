@@ -131,8 +131,8 @@ std::string CodecId(const std::string& encoding_name) {
   return "";
 }
 
-Result<Offer> ParseOffer(const std::string& text, const OfferRules& rules, bool* unsupported) {
-  if (unsupported) *unsupported = false;
+namespace {
+Result<Offer> ParseOfferText(const std::string& text, const OfferRules& rules) {
   if (text.empty()) return Status::Error("empty SDP offer");
   std::vector<std::string> lines;
   {
@@ -249,11 +249,10 @@ Result<Offer> ParseOffer(const std::string& text, const OfferRules& rules, bool*
       return Status::Error("a WHEP offer must receive (a=recvonly), its " + r.m.kind + " is " + d);
     r.m.chosen = video ? Choose(r, rules.video_codecs) : Choose(r, {"opus"});
     if (r.m.chosen.pt < 0) {
-      if (unsupported) *unsupported = true;
       std::string want;
       for (const std::string& c : video ? rules.video_codecs : std::vector<std::string>{"opus"})
         want += (want.empty() ? "" : " or ") + c;
-      return Status::Error("the offer's " + r.m.kind + " has no codec veil can use (needs " + want + ")");
+      return Status::Error(StatusCode::kUnsupported, "the offer's " + r.m.kind + " has no codec veil can use (needs " + want + ")");
     }
     for (const auto& [pt, type] : r.fb) {
       if (pt != -1 && pt != r.m.chosen.pt) continue;
@@ -265,6 +264,14 @@ Result<Offer> ParseOffer(const std::string& text, const OfferRules& rules, bool*
   }
   offer.sdp = kept.str();
   return offer;
+}
+}  // namespace
+
+Result<Offer> ParseOffer(const std::string& text, const OfferRules& rules) {
+  Result<Offer> r = ParseOfferText(text, rules);
+  if (!r && r.status().code() == StatusCode::kUnknown)  // every other refusal: the offer is malformed
+    return Status::Error(StatusCode::kInvalidArgument, r.error());
+  return r;
 }
 
 std::string WithStartBitrate(const std::string& answer, int pt, int kbps) {

@@ -47,10 +47,9 @@ struct OfferRules {
   bool loopback_only = true;
 };
 
-// Parses and validates `text`. Errors name what is wrong (for a 400 / 406
-// answer); `unsupported` is set when the offer is well formed but offers no
-// codec veil can use (406 Not Acceptable).
-Result<Offer> ParseOffer(const std::string& text, const OfferRules& rules, bool* unsupported = nullptr);
+// Parses and validates `text`. Errors name what is wrong: StatusCode::kUnsupported when the
+// offer is well formed but offers no codec veil can use, kInvalidArgument for anything else.
+Result<Offer> ParseOffer(const std::string& text, const OfferRules& rules);
 
 // "vp8" | "h264" for an offered video codec name.
 std::string CodecId(const std::string& encoding_name);

@@ -150,15 +150,15 @@ TEST(Offer, DirectionMustFitTheRole) {
 }
 
 TEST(Offer, NoUsableCodecIsUnsupportedNotMalformed) {
-  bool unsupported = false;
-  auto o = ParseOffer(ChromeLikeOffer("sendonly", "vp9"), {}, &unsupported);
+  auto o = ParseOffer(ChromeLikeOffer("sendonly", "vp9"), {});
   ASSERT_FALSE(o.ok());
-  EXPECT_TRUE(unsupported);
+  EXPECT_EQ(o.status().code(), StatusCode::kUnsupported);
   EXPECT_NE(o.error().find("vp8 or h264"), std::string::npos) << o.error();
   OfferRules only_vp8;
   only_vp8.video_codecs = {"vp8"};  // a viewer of a VP8 session
-  EXPECT_FALSE(ParseOffer(ChromeLikeOffer("sendonly", "h264"), only_vp8, &unsupported).ok());
-  EXPECT_TRUE(unsupported);
+  auto h = ParseOffer(ChromeLikeOffer("sendonly", "h264"), only_vp8);
+  ASSERT_FALSE(h.ok());
+  EXPECT_EQ(h.status().code(), StatusCode::kUnsupported);
 }
 
 TEST(Offer, MalformedOffersAreClearErrors) {
@@ -190,6 +190,7 @@ TEST(Offer, MalformedOffersAreClearErrors) {
   for (const auto& [text, want] : cases) {
     auto o = ParseOffer(text, {});
     ASSERT_FALSE(o.ok()) << "accepted: " << text.substr(0, 80);
+    EXPECT_EQ(o.status().code(), StatusCode::kInvalidArgument) << o.error();
     EXPECT_NE(o.error().find(want), std::string::npos) << "error '" << o.error() << "' should mention '" << want << "'";
   }
   // Credentials and fingerprint are required (at session or media level).
