@@ -207,7 +207,9 @@ class Watch {
   Watch(const std::string& codec, std::shared_ptr<SentLog> log, const SourceClip& src = Source())
       : log_(std::move(log)), src_(&src) {
     ViewerConfig vc;
-    vc.codec = codec;
+    auto c = ParseVideoCodec(codec);
+    EXPECT_TRUE(c.ok()) << c.error();
+    vc.codec = c.ok() ? *c : VideoCodec::kVp8;
     vc.decode = true;
     vc.audio = false;
     auto v = RtpViewer::Start(vc, [this](const FramePtr& f, uint32_t ts, double arrival) { Check(*f, ts, arrival); });

@@ -186,8 +186,10 @@ void RegisterView(CLI::App& app, int* rc) {
       if (r->status != 404 || NowMs() > give_up || StopRequested()) return Fail(rc, 3, "no session: " + r->error());
       Sleep(200);
     }
+    auto codec = ParseVideoCodec(session.value("codec", ""));
+    if (!codec) return Fail(rc, 3, "session '" + o->session + "': " + codec.error());
     ViewerConfig vc;
-    vc.codec = session["codec"];
+    vc.codec = *codec;
     vc.record_path = o->record;
     vc.audio = session["ingest"]["audio_port"].get<int>() > 0;
     auto viewer = RtpViewer::Start(vc);

@@ -83,9 +83,9 @@ void RegisterServe(CLI::App& app, int* rc) {
             st.sessions = int(st.session_ids.size());
             st.capacity = c.max_sessions > 0 ? c.max_sessions : c.capacity_sessions;
             st.free_sessions = sm->FreeSessions();
-            for (const char* codec : {"vp8", "h264"})
+            for (const VideoCodecInfo& vc : VideoCodecs())
               for (Mode m : {Mode::kAnonymize, Mode::kBypass, Mode::kFullBlur})
-                st.free_by_kind[std::string(codec) + "/" + ModeName(m)] = sm->FreeSessions(codec, m);
+                st.free_by_kind[std::string(vc.name) + "/" + ModeName(m)] = sm->FreeSessions(vc.codec, m);
             st.headroom = c.headroom;
             st.draining = sm->draining();
             st.ready = sm->NotReadyReason().empty() || st.free_sessions == 0;  // full is not unready

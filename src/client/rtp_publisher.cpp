@@ -45,8 +45,10 @@ Result<std::unique_ptr<RtpPublisher>> RtpPublisher::Start(ClipPtr clip, const Pu
   p->clip_ = std::move(clip);
   p->cfg_ = c;
   p->cb_ = std::move(cb);
+  auto codec = ParseVideoCodec(p->clip_->info.video_codec);
+  if (!codec) return codec.status();
   RtpSenderConfig sc;
-  sc.codec = p->clip_->info.video_codec;
+  sc.codec = *codec;
   sc.viewer_queue_frames = 32;
   auto tx = RtpSender::Start(sc);
   if (!tx) return tx.status();

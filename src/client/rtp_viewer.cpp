@@ -63,7 +63,7 @@ RtpViewer::~RtpViewer() {
   stop_ = true;
   if (audio_thread_.joinable()) audio_thread_.join();
   if (rec_) {
-    if (cfg_.codec == "vp8" && rec_started_) {  // the IVF header's frame count
+    if (cfg_.codec == VideoCodec::kVp8 && rec_started_) {  // the IVF header's frame count
       uint8_t n[4];
       Le32(n, rec_frames_);
       std::fseek(rec_, 24, SEEK_SET);
@@ -75,7 +75,7 @@ RtpViewer::~RtpViewer() {
 
 void RtpViewer::WriteRecord(const EncodedFrame& f, uint32_t ts) {
   if (!rec_) return;
-  if (cfg_.codec == "h264") {
+  if (cfg_.codec == VideoCodec::kH264) {
     std::fwrite(f.data.data(), 1, f.data.size(), rec_);
     return;
   }

@@ -22,7 +22,7 @@
 namespace veil {
 
 struct ViewerConfig {
-  std::string codec = "vp8";  // vp8 | h264
+  VideoCodec codec = VideoCodec::kVp8;
   std::string address = "127.0.0.1";
   bool audio = true;           // also open a port for the relayed audio
   bool decode = false;         // decode every frame (on_frame gets it)

@@ -143,6 +143,8 @@ Result<LoadRun> RunLoad(const LoadOptions& o, const std::function<void(const std
   if (Status s = Validate(o); !s) return s;
   auto clip = LoadClip(o.input);
   if (!clip) return clip.status();
+  auto codec = ParseVideoCodec((*clip)->info.video_codec);
+  if (!codec) return codec.status();
   auto api_r = ApiClient::Create(o.server, o.token);
   if (!api_r) return api_r.status();
   ApiClient& api = **api_r;
@@ -238,7 +240,7 @@ Result<LoadRun> RunLoad(const LoadOptions& o, const std::function<void(const std
       LoadSession* raw = s.get();
       sessions.push_back(std::move(s));
       ViewerConfig vc;
-      vc.codec = (*clip)->info.video_codec;
+      vc.codec = *codec;
       vc.audio = false;
       auto v = RtpViewer::Start(vc, {}, [raw](uint32_t ts, double ms, size_t) { raw->OnArrival(ts, ms); });
       if (!v) {

@@ -120,19 +120,29 @@ Result<std::unique_ptr<VideoEncoder>> OpenVpxEncoder(const VideoInfo& vi, const 
 
 Result<std::unique_ptr<VideoEncoder>> VideoEncoder::Open(const std::string& codec, const VideoInfo& vi,
                                                          const EncoderOptions& o) {
-  if (codec == "vp8") return OpenVpxEncoder(vi, o);
-  if (codec != "h264") return Status::Error("live encoder codec must be vp8 or h264, got '" + codec + "'");
-  auto e = std::make_unique<FfmpegEncoder>(codec, vi, o);
+  auto c = ParseVideoCodec(codec);
+  if (!c) return Status::Error(StatusCode::kInvalidArgument, "live encoder " + c.error());
+  return Open(*c, vi, o);
+}
+
+Result<std::unique_ptr<VideoEncoder>> VideoEncoder::Open(VideoCodec codec, const VideoInfo& vi,
+                                                         const EncoderOptions& o) {
+  if (codec == VideoCodec::kVp8) return OpenVpxEncoder(vi, o);
+  auto e = std::make_unique<FfmpegEncoder>(Name(codec), vi, o);
   if (Status s = e->OpenAt(0); !s) return s;
   return std::unique_ptr<VideoEncoder>(std::move(e));
 }
 
 Result<std::unique_ptr<VideoDecoder>> VideoDecoder::Open(const std::string& codec, int threads) {
+  auto c = ParseVideoCodec(codec);
+  if (!c) return Status::Error(StatusCode::kInvalidArgument, "live decoder " + c.error());
+  return Open(*c, threads);
+}
+
+Result<std::unique_ptr<VideoDecoder>> VideoDecoder::Open(VideoCodec codec, int threads) {
   if (threads < 1 || threads > 64) return Status::Error("decoder threads must be in [1, 64]");
-  const AVCodecID id = codec == "vp8" ? AV_CODEC_ID_VP8 : codec == "h264" ? AV_CODEC_ID_H264 : AV_CODEC_ID_NONE;
-  if (id == AV_CODEC_ID_NONE) return Status::Error("live decoder codec must be vp8 or h264, got '" + codec + "'");
-  const AVCodec* c = avcodec_find_decoder(id);
-  if (!c) return Status::Error("no " + codec + " decoder in this FFmpeg");
+  const AVCodec* c = avcodec_find_decoder(AVCodecID(Info(codec).av_codec_id));
+  if (!c) return Status::Error(std::string("no ") + Name(codec) + " decoder in this FFmpeg");
   std::unique_ptr<VideoDecoder> d(new VideoDecoder());
   d->ctx_ = avcodec_alloc_context3(c);
   d->ctx_->thread_count = threads;
@@ -143,7 +153,7 @@ Result<std::unique_ptr<VideoDecoder>> VideoDecoder::Open(const std::string& code
   d->ctx_->flags |= AV_CODEC_FLAG_LOW_DELAY;
   d->ctx_->max_pixels = kMaxLivePixels;  // a publisher's absurd size is refused before allocation
   const int err = avcodec_open2(d->ctx_, c, nullptr);
-  if (err < 0) return Status::Error("cannot open " + codec + " decoder: " + AvError(err));
+  if (err < 0) return Status::Error(std::string("cannot open ") + Name(codec) + " decoder: " + AvError(err));
   d->frame_ = av_frame_alloc();
   d->pkt_ = av_packet_alloc();
   return d;

@@ -9,6 +9,7 @@
 #include "core/frame.h"
 #include "core/status.h"
 #include "media/media_types.h"
+#include "media/video_codec.h"
 
 struct AVCodecContext;
 struct AVFrame;
@@ -30,6 +31,8 @@ class VideoEncoder {
  public:
   // codec: vp8 (libvpx, whose speed can change between any two frames) | h264 (x264 through
   // FFmpeg, Annex B with in-band parameter sets, for RTP; a new speed re-opens it at a keyframe).
+  static Result<std::unique_ptr<VideoEncoder>> Open(VideoCodec codec, const VideoInfo& vi, const EncoderOptions& o);
+  // The same by name (files, tools, tests): "vp8" | "h264".
   static Result<std::unique_ptr<VideoEncoder>> Open(const std::string& codec, const VideoInfo& vi,
                                                     const EncoderOptions& o);
   virtual ~VideoEncoder() = default;
@@ -58,7 +61,8 @@ std::vector<std::string> X264PresetLadder(const std::string& preset);
 
 class VideoDecoder {
  public:
-  // codec: vp8 | h264.
+  static Result<std::unique_ptr<VideoDecoder>> Open(VideoCodec codec, int threads);
+  // The same by name (files, tools, tests): "vp8" | "h264".
   static Result<std::unique_ptr<VideoDecoder>> Open(const std::string& codec, int threads);
   ~VideoDecoder();
   // Decodes one compressed frame and appends 0..n frames to `out`. A corrupt

@@ -51,7 +51,7 @@ double UsableCores() {
   return std::max(1.0, cores);
 }
 
-Result<double> MeasureTranscodeMs(const std::string& codec, const EncoderOptions& enc, int frames) {
+Result<double> MeasureTranscodeMs(VideoCodec codec, const EncoderOptions& enc, int frames) {
   constexpr int W = 1280, H = 720, kPan = 4;  // px per frame: a slow camera pan
   const int tw = W + kPan * (frames + 2), th = H + frames + 2;
   // Luma: large shapes, mid detail and fine grain, like a camera picture; chroma smoother.
@@ -70,8 +70,8 @@ Result<double> MeasureTranscodeMs(const std::string& codec, const EncoderOptions
   vi.tb_den = 90000;
   vi.fps = 30;
   EncoderOptions o = enc;
-  o.codec = codec;
-  if (codec == "h264" && o.x264_profile.empty()) o.x264_profile = "baseline";  // as live sessions
+  o.codec = Name(codec);
+  if (codec == VideoCodec::kH264 && o.x264_profile.empty()) o.x264_profile = "baseline";  // as live sessions
   auto encoder = VideoEncoder::Open(codec, vi, o);
   if (!encoder) return encoder.status();
   auto decoder = VideoDecoder::Open(codec, 1);
@@ -102,7 +102,7 @@ Result<double> MeasureTranscodeMs(const std::string& codec, const EncoderOptions
       ++timed;
     }
   }
-  if (timed == 0) return Status::Error("the " + codec + " encoder produced no frames");
+  if (timed == 0) return Status::Error(std::string("the ") + Name(codec) + " encoder produced no frames");
   return cpu / timed;
 }
 
@@ -115,10 +115,10 @@ double PriorRatio(Mode mode, bool bypass_forward) {
   return 2.3;
 }
 
-CapacityModel::CapacityModel(const CapacityOptions& o, std::map<std::string, double> transcode_ms)
+CapacityModel::CapacityModel(const CapacityOptions& o, std::map<VideoCodec, double> transcode_ms)
     : o_(o), transcode_ms_(std::move(transcode_ms)) {}
 
-double CapacityModel::TranscodeMs(const std::string& codec) const {
+double CapacityModel::TranscodeMs(VideoCodec codec) const {
   auto it = transcode_ms_.find(codec);
   if (it != transcode_ms_.end()) return it->second;
   double worst = 0;  // an unmeasured codec: the dearest measured one
@@ -126,13 +126,13 @@ double CapacityModel::TranscodeMs(const std::string& codec) const {
   return worst > 0 ? worst : 15.0;
 }
 
-double CapacityModel::Ratio(const std::string& codec, Mode mode) const {
+double CapacityModel::Ratio(VideoCodec codec, Mode mode) const {
   MutexLock lk(mu_);
   auto it = learned_.find({codec, mode});
   return it != learned_.end() && it->second.samples > 0 ? it->second.ratio : PriorRatio(mode, o_.bypass_forward);
 }
 
-int CapacityModel::Samples(const std::string& codec, Mode mode) const {
+int CapacityModel::Samples(VideoCodec codec, Mode mode) const {
   MutexLock lk(mu_);
   auto it = learned_.find({codec, mode});
   return it == learned_.end() ? 0 : it->second.samples;
@@ -167,7 +167,7 @@ void CapacityModel::Learn(const SessionLoad& s, double cpu_ms_per_frame) {
   ++l.samples;
 }
 
-int CapacityModel::CapacitySessions(const std::string& codec, Mode mode) const {
+int CapacityModel::CapacitySessions(VideoCodec codec, Mode mode) const {
   SessionLoad s;
   s.codec = codec;
   s.mode = mode;
@@ -176,7 +176,7 @@ int CapacityModel::CapacitySessions(const std::string& codec, Mode mode) const {
   return per > 0 ? std::max(1, int(std::floor(BudgetMsPerS() / per + 1e-9))) : 1;
 }
 
-double CapacityModel::LimitSessions(const std::string& codec) const {
+double CapacityModel::LimitSessions(VideoCodec codec) const {
   const double t = TranscodeMs(codec) * PixelsScale(0, 0);
   return t > 0 ? o_.cores * (1000.0 / o_.fps) / t : 0;
 }

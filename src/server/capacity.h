@@ -21,6 +21,7 @@
 #include "core/mutex.h"
 #include "core/status.h"
 #include "media/media_types.h"
+#include "media/video_codec.h"
 #include "privacy/privacy_stage.h"
 
 namespace veil {
@@ -31,7 +32,7 @@ double UsableCores();
 // CPU ms per frame of a standalone decode + encode of `frames` frames of a
 // synthetic panning 1280x720 picture (textured like a camera picture) with
 // these encoder settings, after a warm-up keyframe. One thread, like a session.
-Result<double> MeasureTranscodeMs(const std::string& codec, const EncoderOptions& enc, int frames = 24);
+Result<double> MeasureTranscodeMs(VideoCodec codec, const EncoderOptions& enc, int frames = 24);
 
 struct CapacityOptions {
   double cores = 1;          // usable cores
@@ -43,7 +44,7 @@ struct CapacityOptions {
 
 // What one session costs and what it runs at, for the model.
 struct SessionLoad {
-  std::string codec = "vp8";
+  VideoCodec codec = VideoCodec::kVp8;
   Mode mode = Mode::kAnonymize;
   int width = 0, height = 0;  // 0: unknown yet (the default size)
   double fps = 0;             // measured; below options.fps counts as options.fps
@@ -52,7 +53,7 @@ struct SessionLoad {
 class CapacityModel {
  public:
   // transcode_ms: codec -> measured standalone ms per 720p frame.
-  CapacityModel(const CapacityOptions& o, std::map<std::string, double> transcode_ms);
+  CapacityModel(const CapacityOptions& o, std::map<VideoCodec, double> transcode_ms);
 
   // Predicted CPU ms per second of a session.
   double CostMsPerS(const SessionLoad& s) const;
@@ -61,17 +62,17 @@ class CapacityModel {
   // ms of CPU per second sessions may take on this node.
   double BudgetMsPerS() const { return o_.cores * 1000.0 * o_.cpu_share; }
   // Sessions of this kind (default size and rate) an empty node carries; at least 1.
-  int CapacitySessions(const std::string& codec, Mode mode) const;
+  int CapacitySessions(VideoCodec codec, Mode mode) const;
   // The physical limit as a session count: cores x frame interval / transcode ms.
-  double LimitSessions(const std::string& codec) const;
+  double LimitSessions(VideoCodec codec) const;
   // The model's CPU per frame as a multiple of the standalone transcode.
-  double Ratio(const std::string& codec, Mode mode) const;
-  double TranscodeMs(const std::string& codec) const;
+  double Ratio(VideoCodec codec, Mode mode) const;
+  double TranscodeMs(VideoCodec codec) const;
   const CapacityOptions& options() const { return o_; }
   // How many samples a (codec, mode) ratio has learned from (0: the prior).
-  int Samples(const std::string& codec, Mode mode) const;
+  int Samples(VideoCodec codec, Mode mode) const;
   struct Cost {
-    std::string codec;
+    VideoCodec codec;
     Mode mode;
     double ratio = 0;  // CPU per frame / transcode
     int samples = 0;   // 0: the prior
@@ -82,13 +83,13 @@ class CapacityModel {
  private:
   double PixelsScale(int w, int h) const;
   const CapacityOptions o_;
-  const std::map<std::string, double> transcode_ms_;
+  const std::map<VideoCodec, double> transcode_ms_;
   mutable Mutex mu_;
   struct Learned {
     double ratio = 0;
     int samples = 0;
   };
-  std::map<std::pair<std::string, Mode>, Learned> learned_ GUARDED_BY(mu_);
+  std::map<std::pair<VideoCodec, Mode>, Learned> learned_ GUARDED_BY(mu_);
 };
 
 // The prior ratio of a session's CPU per frame to a standalone transcode

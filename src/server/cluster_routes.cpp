@@ -28,7 +28,8 @@ bool HttpApi::RedirectToNode(const http::Request& req, http::Response& res) {
     if (body.is_object() && body.contains("id") && body["id"].is_string()) id = body["id"].get<std::string>();
     // Placed by what this kind of session costs (malformed fields: the node that takes it answers 400).
     if (body.is_object()) {
-      const std::string codec = body.contains("codec") && body["codec"].is_string() ? body["codec"].get<std::string>() : "vp8";
+      std::string codec = Name(VideoCodec::kVp8);
+      if (body.contains("codec") && body["codec"].is_string()) codec = body["codec"].get<std::string>();
       std::string mode = ModeName(sessions_->deps().privacy.mode);
       if (body.contains("mode") && body["mode"].is_string()) mode = body["mode"].get<std::string>();
       kind = codec + "/" + mode;

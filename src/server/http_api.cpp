@@ -167,7 +167,7 @@ json SessionJson(const SessionInfo& s, bool with_stats) {
   for (const ViewerInfo& v : s.viewers)
     viewers.push_back({{"id", v.id}, {"kind", v.kind}, {"host", v.host}, {"video_port", v.video_port}, {"audio_port", v.audio_port}});
   json j = {{"id", s.id},
-            {"codec", s.codec},
+            {"codec", Name(s.codec)},
             {"ingest_type", s.ingest},
             {"publisher", s.publisher.empty() ? json(nullptr) : json("/whip/" + s.id + "/" + s.publisher)},
             {"mode", ModeName(s.mode)},
@@ -291,8 +291,8 @@ void HttpApi::Routes() {
                    {"cost_learned", c.learned}}}};
     json costs = json::array();
     for (const CapacityModel::Cost& k : c.costs)
-      costs.push_back({{"codec", k.codec}, {"mode", ModeName(k.mode)}, {"cpu_per_frame_vs_transcode", k.ratio},
-                       {"cpu_ms_per_720p_frame", k.ratio * c.transcode_ms_by_codec.at(k.codec)}, {"samples", k.samples}});
+      costs.push_back({{"codec", Name(k.codec)}, {"mode", ModeName(k.mode)}, {"cpu_per_frame_vs_transcode", k.ratio},
+                       {"cpu_ms_per_720p_frame", k.ratio * c.transcode_ms_by_codec.at(Name(k.codec))}, {"samples", k.samples}});
     body["capacity"]["transcode_ms_by_codec"] = c.transcode_ms_by_codec;
     body["capacity"]["costs"] = costs;
     if (ClusterRegistry* cluster = cluster_.load())
@@ -342,9 +342,13 @@ void HttpApi::Routes() {
     json b;
     if (!ParseBody(req, res, {"id", "codec", "mode", "audio"}, &b, false)) return;
     CreateSpec spec;
-    if (!GetString(b, "id", res, &spec.id) || !GetString(b, "codec", res, &spec.codec) ||
+    std::string codec = Name(spec.codec);
+    if (!GetString(b, "id", res, &spec.id) || !GetString(b, "codec", res, &codec) ||
         !GetString(b, "mode", res, &spec.mode) || !GetBool(b, "audio", res, &spec.audio))
       return;
+    auto vc = ParseVideoCodec(codec);  // the codec's name is parsed here, once
+    if (!vc) return Error(res, vc.status());
+    spec.codec = *vc;
     SessionInfo info;
     if (Status e = sessions_->Create(spec, Caller(req), &info); !e) return Error(res, e);
     res.SetHeader("Location", "/v1/sessions/" + info.id);

@@ -130,8 +130,9 @@ Status LiveSession::AttachPublisher(const Offer& offer, const WebRtcPeerConfig& 
     if (whip_) return Status::Error(StatusCode::kConflict, "this session already has a publisher");
   }
   const OfferMedia* v = offer.video();
-  if (!v || CodecId(v->chosen.name) != cfg_.codec)
-    return Status::Error(StatusCode::kUnsupported, "the offer's video codec is not the session's (" + cfg_.codec + ")");
+  if (!v || v->video_codec != cfg_.codec)
+    return Status::Error(StatusCode::kUnsupported, std::string("the offer's video codec is not the session's (") +
+                                                       Name(cfg_.codec) + ")");
   UdpRelay* audio = audio_.get();
   auto in = WhipIngest::Start(
       offer, c, [this](EncodedFrame&& f, uint32_t ts) { OnEncoded(std::move(f), ts); },
@@ -320,7 +321,7 @@ void LiveSession::ProcessOne(Decoded& item) {
     vi.fps = cfg_.privacy.fps;
     auto e = VideoEncoder::Open(cfg_.codec, vi, cfg_.encoder);
     if (!e) {
-      Fail("cannot open the " + cfg_.codec + " encoder: " + e.error());
+      Fail(std::string("cannot open the ") + Name(cfg_.codec) + " encoder: " + e.error());
       return;
     }
     encoder_ = std::move(*e);

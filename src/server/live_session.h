@@ -41,7 +41,7 @@
 namespace veil {
 
 struct LiveSessionConfig {
-  std::string codec = "vp8";     // ingest and egress codec: vp8 | h264
+  VideoCodec codec = VideoCodec::kVp8;  // ingest and egress codec
   std::string ingest = "rtp";    // rtp (a UDP port) | webrtc (a WHIP publisher attaches)
   PrivacyConfig privacy;
   EncoderOptions encoder;

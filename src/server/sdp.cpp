@@ -15,12 +15,9 @@ std::string MakeSdp(const SdpStreams& s) {
   o += "c=IN IP4 " + s.host + "\r\n";
   o += "t=0 0\r\n";
   o += "m=video " + std::to_string(s.video_port) + " RTP/AVP " + pt + "\r\n";
-  if (s.codec == "h264") {
-    o += "a=rtpmap:" + pt + " H264/90000\r\n";
-    o += "a=fmtp:" + pt + " packetization-mode=1\r\n";
-  } else {
-    o += "a=rtpmap:" + pt + " VP8/90000\r\n";
-  }
+  const VideoCodecInfo& vc = Info(s.codec);
+  o += "a=rtpmap:" + pt + " " + vc.sdp_name + "/" + std::to_string(vc.clock_rate) + "\r\n";
+  if (*vc.sdp_fmtp) o += "a=fmtp:" + pt + " " + vc.sdp_fmtp + "\r\n";
   if (!s.direction.empty()) o += "a=" + s.direction + "\r\n";
   if (s.audio_port > 0) {
     const std::string apt = std::to_string(kOpusPayloadType);

@@ -5,6 +5,7 @@
 #pragma once
 #include <string>
 
+#include "media/video_codec.h"
 #include "transport/rtp/payload_types.h"
 
 namespace veil {
@@ -12,7 +13,7 @@ namespace veil {
 struct SdpStreams {
   std::string name;        // s= line
   std::string host;        // c= address (numeric IPv4)
-  std::string codec;       // vp8 | h264
+  VideoCodec codec = VideoCodec::kVp8;
   int video_port = 0;
   int audio_port = 0;      // 0: no audio line
   std::string direction;   // "recvonly" (the host receives) or "sendonly"

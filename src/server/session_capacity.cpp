@@ -20,12 +20,12 @@ Status SessionManager::StartCapacity(MetricsRegistry* metrics) {
   co.cpu_share = deps_.server.cpu_share;
   co.bypass_forward = deps_.server.bypass_forward;
   co.fps = deps_.privacy.fps;
-  std::map<std::string, double> transcode;
+  std::map<VideoCodec, double> transcode;
   const double c0 = NowMs();
-  for (const char* codec : {"vp8", "h264"}) {
-    auto ms = MeasureTranscodeMs(codec, deps_.encoder);
-    if (ms) transcode[codec] = *ms;
-    else spdlog::warn("cannot time a {} transcode ({}): its sessions are costed as the dearest codec", codec, ms.error());
+  for (const VideoCodecInfo& vc : VideoCodecs()) {
+    auto ms = MeasureTranscodeMs(vc.codec, deps_.encoder);
+    if (ms) transcode[vc.codec] = *ms;
+    else spdlog::warn("cannot time a {} transcode ({}): its sessions are costed as the dearest codec", vc.name, ms.error());
   }
   if (transcode.empty()) return Status::Error("cannot time a standalone transcode: the capacity model has no limit");
   capacity_ = std::make_unique<CapacityModel>(co, transcode);
@@ -35,7 +35,7 @@ Status SessionManager::StartCapacity(MetricsRegistry* metrics) {
                co.cores,
                [&] {
                  std::string t;
-                 for (const auto& [codec, ms] : transcode) t += (t.empty() ? "" : ", ") + fmt::format("{} {:.1f} ms", codec, ms);
+                 for (const auto& [codec, ms] : transcode) t += (t.empty() ? "" : ", ") + fmt::format("{} {:.1f} ms", Name(codec), ms);
                  return t;
                }(),
                NowMs() - c0, cs.limit_sessions, cs.default_kind,
@@ -82,22 +82,22 @@ std::string SessionManager::AdmitReason(const SessionLoad& want) const {
   return fmt::format(
       "at capacity: {} {} sessions on {:g} cores, {} running (CPU {:.0f} of {:.0f} ms/s taken, a {} {} session "
       "needs {:.0f}; server.max_sessions = auto)",
-      capacity_->CapacitySessions("vp8", deps_.privacy.mode), DefaultKind(), capacity_->options().cores, n, load,
-      budget, want.codec, ModeName(want.mode), cost);
+      capacity_->CapacitySessions(VideoCodec::kVp8, deps_.privacy.mode), DefaultKind(), capacity_->options().cores, n,
+      load, budget, Name(want.codec), ModeName(want.mode), cost);
 }
 
 CapacityState SessionManager::Capacity() const {
   CapacityState c;
   c.cores = capacity_->options().cores;
   c.budget_ms_per_s = capacity_->BudgetMsPerS();
-  c.capacity_sessions = capacity_->CapacitySessions("vp8", deps_.privacy.mode);
+  c.capacity_sessions = capacity_->CapacitySessions(VideoCodec::kVp8, deps_.privacy.mode);
   c.max_sessions = deps_.server.max_sessions;
-  c.transcode_ms = capacity_->TranscodeMs("vp8");
-  c.limit_sessions = capacity_->LimitSessions("vp8");
-  c.ratio = capacity_->Ratio("vp8", deps_.privacy.mode);
-  c.learned = capacity_->Samples("vp8", deps_.privacy.mode) > 0;
+  c.transcode_ms = capacity_->TranscodeMs(VideoCodec::kVp8);
+  c.limit_sessions = capacity_->LimitSessions(VideoCodec::kVp8);
+  c.ratio = capacity_->Ratio(VideoCodec::kVp8, deps_.privacy.mode);
+  c.learned = capacity_->Samples(VideoCodec::kVp8, deps_.privacy.mode) > 0;
   c.default_kind = DefaultKind();
-  for (const char* codec : {"vp8", "h264"}) c.transcode_ms_by_codec[codec] = capacity_->TranscodeMs(codec);
+  for (const VideoCodecInfo& vc : VideoCodecs()) c.transcode_ms_by_codec[vc.name] = capacity_->TranscodeMs(vc.codec);
   c.costs = capacity_->Costs();
   MutexLock lk(mu_);
   c.load_ms_per_s = LoadMsPerS();
@@ -144,9 +144,9 @@ void SessionManager::LearnCosts(double process_cpu_ms) {
     if (s.steady && s.frames >= 10) capacity_->Learn(s.e->load, s.cpu_ms * share / double(s.frames));
 }
 
-int SessionManager::FreeSessions() const { return FreeSessions("vp8", deps_.privacy.mode); }
+int SessionManager::FreeSessions() const { return FreeSessions(VideoCodec::kVp8, deps_.privacy.mode); }
 
-int SessionManager::FreeSessions(const std::string& codec, Mode mode) const {
+int SessionManager::FreeSessions(VideoCodec codec, Mode mode) const {
   MutexLock lk(mu_);
   if (drain_ || draining_) return 0;
   const int n = int(sessions_.size());

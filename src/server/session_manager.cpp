@@ -144,7 +144,6 @@ std::vector<Event> SessionManager::Events(uint64_t after_seq) const {
 Status SessionManager::Create(const CreateSpec& spec, const std::string& caller, SessionInfo* out) {
   if (!spec.id.empty() && !ValidSessionId(spec.id))
     return Status::Error(StatusCode::kInvalidArgument, "session id must be 1-64 characters of A-Z a-z 0-9 - _");
-  if (spec.codec != "vp8" && spec.codec != "h264") return Status::Error(StatusCode::kInvalidArgument, "codec must be vp8 or h264, got '" + spec.codec + "'");
   LiveSessionConfig c;
   c.codec = spec.codec;
   c.privacy = deps_.privacy;
@@ -154,9 +153,9 @@ Status SessionManager::Create(const CreateSpec& spec, const std::string& caller,
     c.privacy.mode = *m;
   }
   c.encoder = deps_.encoder;
-  c.encoder.codec = spec.codec;
+  c.encoder.codec = Name(spec.codec);
   // What every WebRTC peer decodes (profile-level-id 42e01f) and any RTP viewer too.
-  if (spec.codec == "h264") c.encoder.x264_profile = "baseline";
+  if (spec.codec == VideoCodec::kH264) c.encoder.x264_profile = "baseline";
   c.decode_threads = deps_.decode_threads;
   c.budget_ms = deps_.server.budget_ms;
   c.jitter_ms = deps_.server.jitter_ms;
@@ -247,7 +246,7 @@ Status SessionManager::Create(const CreateSpec& spec, const std::string& caller,
   m_sessions_->Set(double(sessions_.size()));
   *out = InfoOf(e);
   AddEvent("session_created", id,
-           "ingest=" + c.ingest + " codec=" + c.codec + " mode=" + ModeName(c.privacy.mode) + " ai_target=" + (target.empty() ? "none" : target) +
+           "ingest=" + c.ingest + " codec=" + Name(c.codec) + " mode=" + ModeName(c.privacy.mode) + " ai_target=" + (target.empty() ? "none" : target) +
                " video_port=" +
                std::to_string(e.info.video_port) + " audio_port=" + std::to_string(e.info.audio_port) + " by " + caller);
   lk.Unlock();
@@ -421,7 +420,7 @@ Status SessionManager::Publish(const std::string& id, const std::string& offer_t
   if (!session) {
     CreateSpec spec;
     spec.id = id;
-    spec.codec = CodecId(offer->video()->chosen.name);
+    spec.codec = offer->video()->video_codec;
     spec.audio = offer->audio() != nullptr;
     spec.ingest = "webrtc";
     SessionInfo info;
@@ -445,7 +444,7 @@ Status SessionManager::Publish(const std::string& id, const std::string& offer_t
   out->resource = it->second.info.publisher;
   out->sdp = answer;
   AddEvent("publisher_attached", id,
-           out->resource + " whip codec=" + session->config().codec + " audio=" + (offer->audio() ? "opus" : "none") +
+           out->resource + " whip codec=" + Name(session->config().codec) + " audio=" + (offer->audio() ? "opus" : "none") +
                " candidates kept/dropped=" + std::to_string(offer->candidates_kept) + "/" +
                std::to_string(offer->candidates_dropped) + " negotiated in " + std::to_string(int(NowMs() - t0)) +
                " ms by " + caller);

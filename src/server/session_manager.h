@@ -36,7 +36,8 @@ struct ViewerInfo {
 };
 
 struct SessionInfo {
-  std::string id, codec, created;  // created: UTC ISO 8601
+  std::string id, created;  // created: UTC ISO 8601
+  VideoCodec codec = VideoCodec::kVp8;
   Mode mode = Mode::kAnonymize;
   std::string ingest_host;
   int video_port = 0, audio_port = 0;
@@ -71,7 +72,7 @@ struct Event {
 
 struct CreateSpec {
   std::string id;     // empty: generated
-  std::string codec = "vp8";
+  VideoCodec codec = VideoCodec::kVp8;
   std::string mode;   // empty: the configured default
   bool audio = true;
   std::string ingest = "rtp";  // rtp | webrtc
@@ -143,7 +144,7 @@ class SessionManager {
   // Default sessions (vp8 720p30, the default mode) that still fit: the cluster's placement.
   int FreeSessions() const;
   // The same for sessions of this codec and mode (the cluster places each kind by its own cost).
-  int FreeSessions(const std::string& codec, Mode mode) const;
+  int FreeSessions(VideoCodec codec, Mode mode) const;
   std::vector<std::string> SessionIds() const;
   // Called (on the thread that made the change, no lock held) after a session started or ended.
   void SetChangeHook(std::function<void()> hook);

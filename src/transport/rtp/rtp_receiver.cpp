@@ -13,7 +13,6 @@
 namespace veil {
 
 Status Validate(const RtpReceiverConfig& c) {
-  if (c.codec != "vp8" && c.codec != "h264") return Status::Error("RTP codec must be vp8 or h264, got '" + c.codec + "'");
   if (c.port < 0 || c.port > 65535) return Status::Error("RTP port must be in [0, 65535]");
   if (c.payload_type < 96 || c.payload_type > 127) return Status::Error("RTP payload type must be dynamic (96-127)");
   if (c.latency_ms < 0 || c.latency_ms > 2000) return Status::Error("jitter buffer latency must be in [0, 2000] ms");
@@ -27,15 +26,14 @@ Status Validate(const RtpReceiverConfig& c) {
 
 Result<std::unique_ptr<RtpReceiver>> RtpReceiver::Start(const RtpReceiverConfig& c, OnFrame on_frame) {
   if (Status s = Validate(c); !s) return s;
-  const bool vp8 = c.codec == "vp8";
+  const VideoCodecInfo& vc = Info(c.codec);
   const std::string desc =
       "udpsrc name=src buffer-size=" + std::to_string(c.socket_buffer_bytes) + " address=" + c.address +
-      " port=" + std::to_string(c.port) +
-      " caps=\"application/x-rtp,media=video,clock-rate=90000,encoding-name=" + (vp8 ? "VP8" : "H264") +
-      ",payload=" + std::to_string(c.payload_type) + "\" ! rtpjitterbuffer name=jb latency=" +
-      std::to_string(c.latency_ms) + " mode=none drop-on-latency=true faststart-min-packets=2 ! " +
-      (vp8 ? "rtpvp8depay name=depay" : "rtph264depay name=depay ! video/x-h264,stream-format=byte-stream,alignment=au") +
-      " ! appsink name=sink sync=false async=false max-buffers=16 drop=true";
+      " port=" + std::to_string(c.port) + " caps=\"application/x-rtp,media=video,clock-rate=" +
+      std::to_string(vc.clock_rate) + ",encoding-name=" + vc.sdp_name + ",payload=" + std::to_string(c.payload_type) +
+      "\" ! rtpjitterbuffer name=jb latency=" + std::to_string(c.latency_ms) +
+      " mode=none drop-on-latency=true faststart-min-packets=2 ! " + vc.depayloader + " name=depay ! " +
+      vc.stream_caps + " ! appsink name=sink sync=false async=false max-buffers=16 drop=true";
   auto p = GstPipeline::Parse(desc);
   if (!p) return p.status();
   std::unique_ptr<RtpReceiver> r(new RtpReceiver());

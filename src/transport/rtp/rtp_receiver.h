@@ -13,11 +13,12 @@
 #include "media/codec.h"
 #include "transport/gst_util.h"
 #include "transport/rtp/rtp_admission.h"
+#include "media/video_codec.h"
 
 namespace veil {
 
 struct RtpReceiverConfig {
-  std::string codec = "vp8";        // vp8 | h264
+  VideoCodec codec = VideoCodec::kVp8;
   std::string address = "127.0.0.1";
   int port = 0;                     // 0 = any free port (see port())
   int payload_type = 96;

@@ -9,7 +9,6 @@
 namespace veil {
 
 Status Validate(const RtpSenderConfig& c) {
-  if (c.codec != "vp8" && c.codec != "h264") return Status::Error("RTP codec must be vp8 or h264, got '" + c.codec + "'");
   if (c.payload_type < 96 || c.payload_type > 127) return Status::Error("RTP payload type must be dynamic (96-127)");
   if (c.mtu < 200 || c.mtu > 9000) return Status::Error("RTP MTU must be in [200, 9000]");
   if (c.viewer_queue_frames < 1 || c.viewer_queue_frames > 256)
@@ -20,18 +19,13 @@ Status Validate(const RtpSenderConfig& c) {
 
 Result<std::unique_ptr<RtpSender>> RtpSender::Start(const RtpSenderConfig& c) {
   if (Status s = Validate(c); !s) return s;
-  const bool vp8 = c.codec == "vp8";
+  const VideoCodecInfo& vc = Info(c.codec);
   // The payloader's timestamp-offset is set on the first frame so that
-  // outgoing RTP timestamps equal the incoming ones.
+  // outgoing RTP timestamps equal the incoming ones. (H.264's pay_prepare: media/video_codec.h.)
   const std::string desc =
-      std::string("appsrc name=src is-live=true format=time do-timestamp=false caps=") +
-      (vp8 ? "video/x-vp8" : "video/x-h264,stream-format=byte-stream,alignment=au") + " ! " +
-      // H.264: h264parse puts the parameter sets before each IDR access unit (it knows where one
-      // starts); rtph264pay's own config-interval=-1 puts them before every IDR *slice*, which
-      // splits a multi-slice picture (x264 with sliced threads, most live encoders) in two at
-      // the decoder: half of every keyframe lost (measured: a 2-slice 720p stream decoded 32-49
-      // grey levels off the source; 0 with this).
-      (vp8 ? "rtpvp8pay" : "h264parse config-interval=-1 ! video/x-h264,stream-format=byte-stream,alignment=au ! rtph264pay config-interval=0") + " name=pay pt=" + std::to_string(c.payload_type) +
+      std::string("appsrc name=src is-live=true format=time do-timestamp=false caps=") + vc.stream_caps + " ! " +
+      (*vc.pay_prepare ? std::string(vc.pay_prepare) + " ! " : std::string()) + vc.payloader +
+      " name=pay pt=" + std::to_string(c.payload_type) +
       " mtu=" + std::to_string(c.mtu) + (c.ssrc ? " ssrc=" + std::to_string(c.ssrc) : std::string()) +
       (c.seqnum_offset >= 0 ? " seqnum-offset=" + std::to_string(c.seqnum_offset) : std::string()) + " ! appsink name=sink sync=false async=false emit-signals=false";
   auto p = GstPipeline::Parse(desc);

@@ -13,11 +13,12 @@
 #include "media/codec.h"
 #include "transport/gst_util.h"
 #include "transport/rtp/fanout.h"
+#include "media/video_codec.h"
 
 namespace veil {
 
 struct RtpSenderConfig {
-  std::string codec = "vp8";  // vp8 | h264
+  VideoCodec codec = VideoCodec::kVp8;
   int payload_type = 96;
   int mtu = 1200;
   size_t viewer_queue_frames = 8;  // per viewer; beyond it the viewer drops to the next keyframe

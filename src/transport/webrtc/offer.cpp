@@ -95,17 +95,25 @@ struct RawMedia {
 };
 
 // The first codec in the offer's own order (the offerer's preference) that
-// veil accepts; for H.264 only packetization-mode 1.
-OfferCodec Choose(const RawMedia& r, const std::vector<std::string>& accepted) {
+// veil accepts; for H.264 only packetization-mode 1. Video: also which one (`codec`).
+OfferCodec ChooseVideo(const RawMedia& r, const std::vector<VideoCodec>& accepted, VideoCodec* codec) {
   for (int pt : r.formats) {
     for (const OfferCodec& c : r.m.codecs) {
       if (c.pt != pt) continue;
-      const std::string id = CodecId(c.name);
-      if (std::find(accepted.begin(), accepted.end(), id) == accepted.end()) continue;
-      if (id == "h264" && FmtpParam(c.fmtp, "packetization-mode") != "1") continue;  // single NAL: no 720p keyframe
+      const std::optional<VideoCodec> id = VideoCodecFromSdp(c.name);
+      if (!id || std::find(accepted.begin(), accepted.end(), *id) == accepted.end()) continue;
+      if (*id == VideoCodec::kH264 && FmtpParam(c.fmtp, "packetization-mode") != "1") continue;  // single NAL: no 720p keyframe
+      *codec = *id;
       return c;
     }
   }
+  return {};
+}
+
+OfferCodec ChooseOpus(const RawMedia& r) {
+  for (int pt : r.formats)
+    for (const OfferCodec& c : r.m.codecs)
+      if (c.pt == pt && Upper(c.name) == "OPUS") return c;
   return {};
 }
 
@@ -121,14 +129,6 @@ const OfferMedia* Offer::audio() const {
   for (const OfferMedia& m : media)
     if (m.kind == "audio") return &m;
   return nullptr;
-}
-
-std::string CodecId(const std::string& encoding_name) {
-  const std::string n = Upper(encoding_name);
-  if (n == "VP8") return "vp8";
-  if (n == "H264") return "h264";
-  if (n == "OPUS") return "opus";
-  return "";
 }
 
 namespace {
@@ -247,11 +247,12 @@ Result<Offer> ParseOfferText(const std::string& text, const OfferRules& rules) {
       return Status::Error("a WHIP offer must send video (a=sendonly), its video is " + d);
     if (rules.role == OfferRole::kView && d != "recvonly" && d != "sendrecv")
       return Status::Error("a WHEP offer must receive (a=recvonly), its " + r.m.kind + " is " + d);
-    r.m.chosen = video ? Choose(r, rules.video_codecs) : Choose(r, {"opus"});
+    r.m.chosen = video ? ChooseVideo(r, rules.video_codecs, &r.m.video_codec) : ChooseOpus(r);
     if (r.m.chosen.pt < 0) {
       std::string want;
-      for (const std::string& c : video ? rules.video_codecs : std::vector<std::string>{"opus"})
-        want += (want.empty() ? "" : " or ") + c;
+      if (!video) want = "opus";
+      if (video)
+        for (VideoCodec c : rules.video_codecs) want += (want.empty() ? "" : " or ") + std::string(Name(c));
       return Status::Error(StatusCode::kUnsupported, "the offer's " + r.m.kind + " has no codec veil can use (needs " + want + ")");
     }
     for (const auto& [pt, type] : r.fb) {

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "media/video_codec.h"
 
 namespace veil {
 
@@ -24,6 +25,7 @@ struct OfferMedia {
   int twcc_ext = 0;       // extmap id of transport-wide-cc, 0 when not offered
   bool nack = false, pli = false, transport_cc = false;  // rtcp-fb offered for the chosen codec
   OfferCodec chosen;      // the codec veil will use (pt -1: none usable)
+  VideoCodec video_codec = VideoCodec::kVp8;  // video: what `chosen` is
 };
 
 struct Offer {
@@ -38,10 +40,10 @@ enum class OfferRole { kPublish, kView };  // WHIP: the peer sends video; WHEP: 
 
 struct OfferRules {
   OfferRole role = OfferRole::kPublish;
-  // Video codecs acceptable (vp8, h264); the offer's own order picks among
-  // them (the offerer's preference). A viewer's offer must include the
-  // session's codec: give just that one.
-  std::vector<std::string> video_codecs{"vp8", "h264"};
+  // Video codecs acceptable; the offer's own order picks among them (the
+  // offerer's preference). A viewer's offer must include the session's codec:
+  // give just that one.
+  std::vector<VideoCodec> video_codecs{VideoCodec::kVp8, VideoCodec::kH264};
   // Candidates kept: UDP only, 8 at most; with loopback_only, 127.0.0.1 only, else unicast
   // IPv4 addresses that are not loopback, link-local, multicast or broadcast, on ports >= 1024.
   bool loopback_only = true;
@@ -50,9 +52,6 @@ struct OfferRules {
 // Parses and validates `text`. Errors name what is wrong: StatusCode::kUnsupported when the
 // offer is well formed but offers no codec veil can use, kInvalidArgument for anything else.
 Result<Offer> ParseOffer(const std::string& text, const OfferRules& rules);
-
-// "vp8" | "h264" for an offered video codec name.
-std::string CodecId(const std::string& encoding_name);
 
 // Adds x-google-start-bitrate (kbit/s) to the fmtp of `pt` in the answer's
 // video section (Chromium otherwise starts a publisher at 320x180).

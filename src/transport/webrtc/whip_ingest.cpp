@@ -12,7 +12,7 @@ Result<std::unique_ptr<WhipIngest>> WhipIngest::Start(const Offer& offer, const 
   const OfferMedia* v = offer.video();
   if (!v || v->chosen.pt < 0) return Status::Error("the offer has no usable video");
   std::unique_ptr<WhipIngest> in(new WhipIngest());
-  in->codec_ = CodecId(v->chosen.name);
+  in->codec_ = v->video_codec;
   in->on_frame_ = std::move(on_frame);
   in->on_audio_ = std::move(on_audio);
   auto peer = WebRtcPeer::Create("webrtcbin name=webrtc", c);
@@ -60,10 +60,9 @@ void WhipIngest::OnPadAdded(GstElement*, GstPad* pad, gpointer self) {
       in->video_ssrc_ = ssrc;
       in->video_pt_ = pt;
     }
-    desc = in->codec_ == "vp8"
-               ? "rtpvp8depay name=depay request-keyframe=true wait-for-keyframe=true"
-               : "rtph264depay name=depay request-keyframe=true wait-for-keyframe=true ! h264parse config-interval=-1 ! "
-                 "video/x-h264,stream-format=byte-stream,alignment=au";
+    const VideoCodecInfo& vc = Info(in->codec_);
+    desc = std::string(vc.depayloader) + " name=depay request-keyframe=true wait-for-keyframe=true";
+    if (*vc.depay_finish) desc += std::string(" ! ") + vc.depay_finish;
     desc += " ! appsink name=vsink emit-signals=true sync=false max-buffers=64 drop=false";
   } else {
     desc = "appsink name=asink emit-signals=true sync=false max-buffers=256 drop=true";

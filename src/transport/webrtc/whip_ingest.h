@@ -46,7 +46,7 @@ class WhipIngest {
   static GstFlowReturn OnAudioSample(GstElement* sink, gpointer self);
   static GstPadProbeReturn OnDepayUpstream(GstPad* pad, GstPadProbeInfo* info, gpointer self);
   std::unique_ptr<WebRtcPeer> peer_;
-  std::string codec_;  // vp8 | h264: picks the depayloader
+  VideoCodec codec_ = VideoCodec::kVp8;  // picks the depayloader
   OnFrame on_frame_;
   OnAudio on_audio_;
   std::atomic<uint64_t> frames_{0}, audio_{0}, key_requests_{0}, plis_{0};

@@ -120,14 +120,14 @@ TEST(Offer, CandidatesCannotSteerChecksAnywhere) {
 
 TEST(Offer, H264PrefersPacketizationMode1) {
   OfferRules r;
-  r.video_codecs = {"h264"};
+  r.video_codecs = {VideoCodec::kH264};
   auto o = ParseOffer(ChromeLikeOffer("sendonly", "vp8 h264"), r);
   ASSERT_TRUE(o.ok()) << o.error();
   EXPECT_EQ(o->video()->chosen.pt, 106);  // 102 is single-NAL mode: cannot carry a 720p keyframe
   EXPECT_TRUE(o->video()->nack);
   EXPECT_FALSE(o->video()->transport_cc);  // not offered for 106
   // The offer's order is the offerer's preference: VP8 listed first wins, H.264 listed first wins.
-  r.video_codecs = {"vp8", "h264"};
+  r.video_codecs = {VideoCodec::kVp8, VideoCodec::kH264};
   EXPECT_EQ(ParseOffer(ChromeLikeOffer("sendonly", "vp8 h264"), r)->video()->chosen.name, "VP8");
   std::string h264_first = ChromeLikeOffer("sendonly", "vp8 h264");
   h264_first.replace(h264_first.find("SAVPF 96 97 102 106"), 19, "SAVPF 106 102 96 97");
@@ -155,7 +155,7 @@ TEST(Offer, NoUsableCodecIsUnsupportedNotMalformed) {
   EXPECT_EQ(o.status().code(), StatusCode::kUnsupported);
   EXPECT_NE(o.error().find("vp8 or h264"), std::string::npos) << o.error();
   OfferRules only_vp8;
-  only_vp8.video_codecs = {"vp8"};  // a viewer of a VP8 session
+  only_vp8.video_codecs = {VideoCodec::kVp8};  // a viewer of a VP8 session
   auto h = ParseOffer(ChromeLikeOffer("sendonly", "h264"), only_vp8);
   ASSERT_FALSE(h.ok());
   EXPECT_EQ(h.status().code(), StatusCode::kUnsupported);
