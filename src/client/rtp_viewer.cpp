@@ -106,7 +106,7 @@ void RtpViewer::WriteRecord(const EncodedFrame& f, uint32_t ts) {
 
 void RtpViewer::OnEncoded(EncodedFrame&& f, uint32_t ts) {
   const double now = NowMs();  // the frame is complete (its first packet came at f.arrival_ms)
-  if (on_arrival_) on_arrival_(ts, now, f.data.size());
+  if (on_arrival_) on_arrival_(ts, now, f.data.size(), f.keyframe);
   {
     std::lock_guard lk(mu_);
     ++c_.frames;

@@ -41,7 +41,7 @@ class RtpViewer {
   // With decode: every decoded frame, with its RTP timestamp and arrival time (receiver thread).
   using OnFrame = std::function<void(const FramePtr& frame, uint32_t rtp_ts, double arrival_ms)>;
   // Every compressed frame as it arrives (receiver thread), e.g. for latency matching.
-  using OnArrival = std::function<void(uint32_t rtp_ts, double arrival_ms, size_t bytes)>;
+  using OnArrival = std::function<void(uint32_t rtp_ts, double arrival_ms, size_t bytes, bool keyframe)>;
   static Result<std::unique_ptr<RtpViewer>> Start(const ViewerConfig& c, OnFrame on_frame = {}, OnArrival on_arrival = {});
   ~RtpViewer();
   int video_port() const { return rx_->port(); }

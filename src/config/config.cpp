@@ -176,6 +176,7 @@ const std::vector<KeySpec>& ConfigKeys() {
       Key("server.http_max_connections", "http-max-connections", "control API connections open at once; more are closed on arrival", &S::http_max_connections),
       Key("server.http_threads", "http-threads", "control API handler threads (/healthz is answered apart from them)", &S::http_threads),
       Key("server.frame_executor", "frame-executor", "sessions' frames (privacy stage and encode) run on one pool of threads, earliest deadline first; false: a worker thread per session", &S::frame_executor),
+      Key("server.stagger_keyframes", "stagger-keyframes", "sessions' periodic keyframes (every encoder.keyint frames) are spread over the period, not on the same frame; false: each encoder's own cadence", &S::stagger_keyframes),
       Key("server.frame_threads", "frame-threads", "the frame executor's threads; 0: the usable cores (cgroup quota or affinity, rounded up)", &S::frame_threads),
       Key("server.http_request_timeout_ms", "http-request-timeout-ms", "a request's head, its body, and its answer must each go through within this, ms", &S::http_request_timeout_ms),
       Key("server.http_idle_timeout_ms", "http-idle-timeout-ms", "a kept-alive connection with no new request this long is closed, ms", &S::http_idle_timeout_ms),
@@ -529,6 +530,7 @@ Result<ServerSettings> Config::BuildServer() const {
   v.http_max_connections = int(s.http_max_connections);
   v.http_threads = int(s.http_threads);
   v.frame_executor = s.frame_executor;
+  v.stagger_keyframes = s.stagger_keyframes;
   v.frame_threads = int(s.frame_threads);
   v.http_request_timeout_ms = s.http_request_timeout_ms;
   v.http_idle_timeout_ms = s.http_idle_timeout_ms;

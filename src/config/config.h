@@ -58,7 +58,7 @@ struct Settings {
   double publisher_timeout_ms = 5000, start_timeout_ms = 30000, budget_ms = 33.0;
   double history_s = 300, history_interval_ms = 1000;
   int64_t http_max_connections = 4096, http_threads = 8;
-  bool frame_executor = true;
+  bool frame_executor = true, stagger_keyframes = true;
   int64_t frame_threads = 0;
   double http_request_timeout_ms = 10000, http_idle_timeout_ms = 30000;
   // [inference] (veil serve: the in-process AI target)
@@ -122,6 +122,9 @@ struct ServerSettings {
   // frame_threads threads (0: the usable cores); false: a worker thread per session.
   bool frame_executor = true;
   int frame_threads = 0;
+  // Sessions' periodic keyframes (every encoder.keyint frames) spread over the period
+  // (server/keyframe_phases.h); false: each encoder's own cadence.
+  bool stagger_keyframes = true;
   double http_request_timeout_ms = 10000, http_idle_timeout_ms = 30000;
   int max_batch = 1, max_wait_us = 0, infer_threads = 1, infer_queue = 64;
   bool fault_injection = false;  // enables PUT /v1/debug/inference (tests)

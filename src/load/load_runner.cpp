@@ -242,7 +242,7 @@ Result<LoadRun> RunLoad(const LoadOptions& o, const std::function<void(const std
       ViewerConfig vc;
       vc.codec = *codec;
       vc.audio = false;
-      auto v = RtpViewer::Start(vc, {}, [raw](uint32_t ts, double ms, size_t) { raw->OnArrival(ts, ms); });
+      auto v = RtpViewer::Start(vc, {}, [raw](uint32_t ts, double ms, size_t, bool) { raw->OnArrival(ts, ms); });
       if (!v) {
         failure = v.error();
         break;

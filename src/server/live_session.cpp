@@ -53,6 +53,9 @@ Result<std::unique_ptr<LiveSession>> LiveSession::Start(const std::string& id, c
                                            "Frames sent as a whole-frame mosaic for lack of a fresh detection", l);
   s->m_in_ = &metrics->GetCounter("veil_session_frames_received_total", "Frames received and decoded", l);
   s->m_out_ = &metrics->GetCounter("veil_session_frames_sent_total", "Frames handed to the viewers", l);
+  s->m_keyframes_ = &metrics->GetCounter(
+      "veil_session_keyframes_encoded_total",
+      "Keyframes veil's encoder made (periodic at the session's phase, viewer joins, mode switches)", l);
   s->m_forwarded_ = &metrics->GetCounter("veil_session_frames_forwarded_total",
                                          "Frames sent as the publisher's own (bypass forwarding, no re-encode)", l);
   s->m_viewer_drops_ =
@@ -335,12 +338,24 @@ void LiveSession::ProcessOne(Decoded& item) {
   std::vector<EncodedFrame> packets;
   // After forwarded frames the encoder's references are not what the viewers decoded.
   const uint64_t forwarded = forwarded_.load();
-  const bool key = want_keyframe_.exchange(false) || forwarded != encoded_after_forward_;
+  bool key = want_keyframe_.exchange(false) || forwarded != encoded_after_forward_;
   encoded_after_forward_ = forwarded;
+  if (cfg_.keyframe_period_ms > 0 && item.decoded_ms >= next_keyframe_ms_) {
+    // This session's periodic keyframe, at its phase; unless one went out less than half a
+    // period ago (its first frame, a viewer's join), which counts for it.
+    key = key || item.decoded_ms - last_keyframe_ms_ >= cfg_.keyframe_period_ms / 2;
+    next_keyframe_ms_ = KeyframePhases::NextAt(item.decoded_ms + 1e-3, cfg_.first_keyframe_ms, 0,
+                                               cfg_.keyframe_period_ms);
+  }
   if (Status s = encoder_->Encode(f, key, packets); !s) {
     Fail("encoder: " + s.message());
     return;
   }
+  for (const EncodedFrame& p : packets)
+    if (p.keyframe) {
+      last_keyframe_ms_ = item.decoded_ms;
+      m_keyframes_->Inc();
+    }
   const double t2 = NowMs();
   m_encode_->Observe(t2 - t1);
   speed_.OnFrame(t2, t2 - item.decoded_ms);

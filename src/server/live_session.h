@@ -29,6 +29,7 @@
 #include "media/codec.h"
 #include "privacy/privacy_stage.h"
 #include "server/frame_executor.h"
+#include "server/keyframe_phases.h"
 #include "server/session_history.h"
 #include "server/snapshot.h"
 #include "server/speed_control.h"
@@ -58,6 +59,11 @@ struct LiveSessionConfig {
   SpeedControlConfig speed;      // load shedding: encoder speed, then detection cadence
   size_t history_points = 300;   // the figures' history: points kept ...
   double history_interval_ms = 1000;  // ... one per interval
+  // Periodic keyframes placed by the session (server/keyframe_phases.h): one every
+  // keyframe_period_ms of frame arrival time, the first at first_keyframe_ms (NowMs() clock);
+  // a keyframe forced for another reason (a viewer joined, a mode switch) less than half a
+  // period before takes its place. 0: the encoder's own cadence (encoder.keyint_frames).
+  double keyframe_period_ms = 0, first_keyframe_ms = 0;
 };
 
 // A still of the session's outgoing picture (GET /v1/sessions/{id}/snapshot.jpg).
@@ -213,6 +219,8 @@ class LiveSession {
   bool forwarding_ = false;                   // receiving thread
   std::atomic<bool> bridge_wanted_{false};    // a viewer joined: bridge to the publisher's next keyframe
   uint64_t encoded_after_forward_ = 0;        // worker thread: forwarded_ at its last encode
+  double next_keyframe_ms_ = 0;               // worker thread: the next periodic keyframe (arrival time)
+  double last_keyframe_ms_ = -1e300;          // worker thread: arrival time of the last keyframe out
   std::atomic<uint64_t> ingest_seq_{0};       // receiving thread: every input frame, decoded or not
   std::atomic<bool> forwarding_now_{false};
   std::atomic<uint64_t> forwarded_{0}, publisher_key_requests_{0};
@@ -283,7 +291,7 @@ class LiveSession {
   Histogram *m_queue_ = nullptr, *m_decode_ = nullptr, *m_preprocess_ = nullptr, *m_detect_ = nullptr,
             *m_track_ = nullptr, *m_mosaic_ = nullptr, *m_encode_ = nullptr, *m_send_ = nullptr,
             *m_total_ = nullptr;
-  Counter *m_forwarded_ = nullptr;
+  Counter *m_forwarded_ = nullptr, *m_keyframes_ = nullptr;
   Gauge *m_shed_level_ = nullptr, *m_enc_step_ = nullptr;
   Counter *m_stale_ = nullptr, *m_fail_closed_ = nullptr, *m_in_ = nullptr, *m_out_ = nullptr,
           *m_viewer_drops_ = nullptr, *m_lost_ = nullptr, *m_decode_errors_ = nullptr;

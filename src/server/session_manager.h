@@ -25,6 +25,7 @@
 #include "inference/fault_injection.h"
 #include "inference/ai_router.h"
 #include "server/capacity.h"
+#include "server/keyframe_phases.h"
 #include "server/live_session.h"
 
 namespace veil {
@@ -193,6 +194,8 @@ class SessionManager {
   std::unique_ptr<AiRouter> router_;
   std::unique_ptr<CapacityModel> capacity_;
   std::shared_ptr<FrameExecutor> executor_;  // null: a worker thread per session (server.frame_executor false)
+  std::unique_ptr<KeyframePhases> keyframes_;  // null: server.stagger_keyframes false
+  double keyframe_epoch_ms_ = 0;               // the phases count from here
   mutable Mutex mu_;
   std::map<std::string, Entry> sessions_ GUARDED_BY(mu_);
   bool draining_ GUARDED_BY(mu_) = false;  // shutting down

@@ -621,5 +621,65 @@ TEST(Server, GarbageRtpHurtsNoSession) {
   EXPECT_EQ(server.Stop(), 0);
 }
 
+// Two sessions started together (one load script, a fleet reconnecting) put their periodic
+// keyframes on frames apart: a VP8 keyframe costs ~1.7x an inter frame, and on the same frame
+// they are the node's p99 (server/keyframe_phases.h). Judged by when keyframes reach viewers.
+TEST(Server, SessionsStartedTogetherSpreadTheirKeyframes) {
+  const bool stagger = std::getenv("VEIL_TEST_NO_STAGGER") == nullptr;  // set: the control run
+  // keyint 30 at 30 fps: a 1-s period. full_blur: encoded, no detection.
+  ServerProcess server({"--max-sessions", "4", "--keyint", "30", "--mode", "full_blur", "--stagger-keyframes",
+                        stagger ? "true" : "false"});
+  ASSERT_TRUE(server.ok()) << server.log();
+  std::mutex mu;
+  std::vector<double> keys[2];
+  std::vector<std::unique_ptr<RtpViewer>> viewers;
+  std::vector<json> sessions;
+  for (int i = 0; i < 2; ++i) {
+    sessions.push_back(CreateSession(server, {{"id", "k" + std::to_string(i)}, {"audio", false}}));
+    ViewerConfig vc;
+    vc.decode = false;
+    vc.audio = false;
+    auto v = RtpViewer::Start(vc, {}, [&, i](uint32_t, double ms, size_t, bool key) {
+      std::lock_guard lk(mu);
+      if (key) keys[i].push_back(ms);
+    });
+    ASSERT_TRUE(v.ok()) << v.error();
+    AddViewer(server, "k" + std::to_string(i), (*v)->video_port());
+    viewers.push_back(std::move(*v));
+  }
+  const double t0 = NowMs();
+  auto log0 = std::make_shared<SentLog>(), log1 = std::make_shared<SentLog>();
+  Feed f0(sessions[0], log0, 7), f1(sessions[1], log1, 7);
+  SleepMs(7000);
+  f0.Stop();
+  f1.Stop();
+  std::lock_guard lk(mu);
+  // Leave out each session's first keyframe: its first frame (its viewer joined before).
+  std::vector<double> periodic[2];
+  for (int i = 0; i < 2; ++i)
+    if (!keys[i].empty()) periodic[i].assign(keys[i].begin() + 1, keys[i].end());
+  double closest = 1e9;
+  std::string list;
+  for (double b : periodic[1])
+    for (double a : periodic[0]) closest = std::min(closest, std::abs(a - b));
+  for (int i = 0; i < 2; ++i) {
+    list.append("session ").append(std::to_string(i)).append(":");
+    for (double t : periodic[i]) list.append(" ").append(std::to_string(int(t - t0)));
+    list.append("; ");
+  }
+  std::printf("keyframes after the first (ms from the start), stagger %s: %sclosest pair %.0f ms apart\n",
+              stagger ? "on" : "off", list.c_str(), closest);
+  // About one a period each while media flows (7 s, less the start).
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_GE(periodic[i].size(), 4u) << list;
+    EXPECT_LE(periodic[i].size(), 8u) << list;
+  }
+  // Phases half a period apart; the frames' own timing moves a keyframe by a frame or two.
+  if (stagger) {
+    EXPECT_GE(closest, 300) << list;
+  }
+  EXPECT_EQ(server.Stop(), 0);
+}
+
 }  // namespace
 }  // namespace veil::test
