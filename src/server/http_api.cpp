@@ -94,9 +94,9 @@ json StatsJson(const SessionInfo& s) {
   json viewers = json::array();
   for (const ViewerInfo& v : s.viewers) {
     json jv = {{"id", v.id}, {"host", v.host}, {"video_port", v.video_port}, {"audio_port", v.audio_port}};
-    auto it = st.viewer_detail.find(v.kind == "webrtc" ? v.id : v.host + ":" + std::to_string(v.video_port));
-    jv["kind"] = v.kind;
-    if (auto w = st.web_viewers.find(v.id); v.kind == "webrtc" && w != st.web_viewers.end())
+    auto it = st.viewer_detail.find(v.kind == ViewerKind::kWebRtc ? v.id : v.host + ":" + std::to_string(v.video_port));
+    jv["kind"] = Name(v.kind);
+    if (auto w = st.web_viewers.find(v.id); v.kind == ViewerKind::kWebRtc && w != st.web_viewers.end())
       jv.update({{"connection", w->second.state}, {"keyframe_requests", w->second.keyframe_requests},
                  {"audio_packets_sent", w->second.audio_packets}});
     if (it != st.viewer_detail.end())
@@ -165,10 +165,10 @@ json StatsJson(const SessionInfo& s) {
 json SessionJson(const SessionInfo& s, bool with_stats) {
   json viewers = json::array();
   for (const ViewerInfo& v : s.viewers)
-    viewers.push_back({{"id", v.id}, {"kind", v.kind}, {"host", v.host}, {"video_port", v.video_port}, {"audio_port", v.audio_port}});
+    viewers.push_back({{"id", v.id}, {"kind", Name(v.kind)}, {"host", v.host}, {"video_port", v.video_port}, {"audio_port", v.audio_port}});
   json j = {{"id", s.id},
             {"codec", Name(s.codec)},
-            {"ingest_type", s.ingest},
+            {"ingest_type", Name(s.ingest)},
             {"publisher", s.publisher.empty() ? json(nullptr) : json("/whip/" + s.id + "/" + s.publisher)},
             {"mode", ModeName(s.mode)},
             {"created", s.created},

@@ -22,7 +22,6 @@ Result<std::unique_ptr<LiveSession>> LiveSession::Start(const std::string& id, c
   if (c.queue_frames < 1 || c.queue_frames > 64) return Status::Error("session queue must hold 1..64 frames");
   if (Status s = Validate(c.privacy); !s) return s;
   if (Status s = Validate(c.speed); !s) return s;
-  if (c.ingest != "rtp" && c.ingest != "webrtc") return Status::Error("ingest must be rtp or webrtc, got '" + c.ingest + "'");
   if (!metrics) return Status::Error("a metrics registry is required");
   if (c.history_points < 1 || c.history_points > 100000 || !(c.history_interval_ms >= 10))
     return Status::Error("session history must hold 1..100000 points of at least 10 ms");
@@ -92,7 +91,7 @@ Result<std::unique_ptr<LiveSession>> LiveSession::Start(const std::string& id, c
   }
   if (executor) s->executor_ = std::move(executor);
   else s->worker_ = std::thread([p = s.get()] { p->Work(); });
-  if (c.ingest == "webrtc") return s;  // the WHIP publisher attaches later
+  if (c.ingest == IngestKind::kWebRtc) return s;  // the WHIP publisher attaches later
   RtpReceiverConfig rc;
   rc.codec = c.codec;
   rc.latency_ms = c.jitter_ms;
@@ -127,7 +126,7 @@ void LiveSession::RequestKeyframe(double min_gap_ms) {
 }
 
 Status LiveSession::AttachPublisher(const Offer& offer, const WebRtcPeerConfig& c, std::string* answer) {
-  if (cfg_.ingest != "webrtc") return Status::Error(StatusCode::kConflict, "this session takes plain RTP ingest, not WHIP");
+  if (cfg_.ingest != IngestKind::kWebRtc) return Status::Error(StatusCode::kConflict, "this session takes plain RTP ingest, not WHIP");
   {
     MutexLock lk(web_mu_);
     if (whip_) return Status::Error(StatusCode::kConflict, "this session already has a publisher");

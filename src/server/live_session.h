@@ -41,9 +41,15 @@
 
 namespace veil {
 
+// How a session's media comes in, and how a viewer gets it.
+enum class IngestKind { kRtp, kWebRtc };  // a UDP port for plain RTP | a WHIP publisher attaches
+enum class ViewerKind { kRtp, kWebRtc };  // plain RTP to host:port | a WHEP peer
+inline const char* Name(IngestKind k) { return k == IngestKind::kWebRtc ? "webrtc" : "rtp"; }
+inline const char* Name(ViewerKind k) { return k == ViewerKind::kWebRtc ? "webrtc" : "rtp"; }
+
 struct LiveSessionConfig {
   VideoCodec codec = VideoCodec::kVp8;  // ingest and egress codec
-  std::string ingest = "rtp";    // rtp (a UDP port) | webrtc (a WHIP publisher attaches)
+  IngestKind ingest = IngestKind::kRtp;
   PrivacyConfig privacy;
   EncoderOptions encoder;
   int decode_threads = 1;
@@ -195,8 +201,8 @@ class LiveSession {
   const LiveSessionConfig cfg_;
   const double started_ms_;
   mutable Mutex web_mu_;
-  std::unique_ptr<RtpReceiver> receiver_;      // ingest = rtp
-  std::unique_ptr<WhipIngest> whip_ GUARDED_BY(web_mu_);  // ingest = webrtc, once attached
+  std::unique_ptr<RtpReceiver> receiver_;      // IngestKind::kRtp
+  std::unique_ptr<WhipIngest> whip_ GUARDED_BY(web_mu_);  // IngestKind::kWebRtc, once attached
   std::atomic<WhipIngest*> whip_raw_{nullptr};  // the same, for the receiving thread (keyframe requests)
   struct WebViewer {
     std::shared_ptr<WhepViewer> peer;

@@ -16,7 +16,6 @@
 namespace veil {
 namespace {
 
-constexpr size_t kMaxEvents = 512;
 constexpr double kTickMs = 250;
 
 // prefix + 2*n random hex digits (getrandom; the clock only if that fails).
@@ -125,24 +124,10 @@ SessionManager::~SessionManager() {
 }
 
 void SessionManager::AddEvent(const std::string& type, const std::string& session, const std::string& detail) {
-  Event e{UtcNowIso(), type, session, detail, 0};
-  {
-    MutexLock lk(ev_mu_);
-    e.seq = ++event_seq_;
-    events_.push_back(e);
-    if (events_.size() > kMaxEvents) events_.pop_front();
-  }
-  if (type == "session_error") spdlog::error("event {} session={} {}", type, session, detail);
-  else spdlog::info("event {} session={} {}", type, session, detail);
+  events_.Add(type, session, detail);
 }
 
-std::vector<Event> SessionManager::Events(uint64_t after_seq) const {
-  MutexLock lk(ev_mu_);
-  std::vector<Event> out;
-  for (const Event& e : events_)
-    if (e.seq > after_seq) out.push_back(e);
-  return out;
-}
+std::vector<Event> SessionManager::Events(uint64_t after_seq) const { return events_.After(after_seq); }
 
 Status SessionManager::Create(const CreateSpec& spec, const std::string& caller, SessionInfo* out) {
   if (!spec.id.empty() && !ValidSessionId(spec.id))
@@ -174,7 +159,6 @@ Status SessionManager::Create(const CreateSpec& spec, const std::string& caller,
   c.ingest = spec.ingest;
   c.history_interval_ms = deps_.server.history_interval_ms;
   c.history_points = size_t(std::max(1.0, std::round(deps_.server.history_s * 1000 / c.history_interval_ms)));
-  if (c.ingest != "rtp" && c.ingest != "webrtc") return Status::Error(StatusCode::kInvalidArgument, "ingest must be rtp or webrtc, got '" + c.ingest + "'");
 
   std::string id = spec.id;
   uint64_t sched_id = 0;
@@ -258,7 +242,7 @@ Status SessionManager::Create(const CreateSpec& spec, const std::string& caller,
   m_sessions_->Set(double(sessions_.size()));
   *out = InfoOf(e);
   AddEvent("session_created", id,
-           "ingest=" + c.ingest + " codec=" + Name(c.codec) + " mode=" + ModeName(c.privacy.mode) + " ai_target=" + (target.empty() ? "none" : target) +
+           "ingest=" + std::string(Name(c.ingest)) + " codec=" + Name(c.codec) + " mode=" + ModeName(c.privacy.mode) + " ai_target=" + (target.empty() ? "none" : target) +
                " video_port=" +
                std::to_string(e.info.video_port) + " audio_port=" + std::to_string(e.info.audio_port) + " by " + caller);
   lk.Unlock();
@@ -391,7 +375,7 @@ Status SessionManager::RemoveViewer(const std::string& id, const std::string& vi
     auto& vs = it->second.info.viewers;
     auto v = std::find_if(vs.begin(), vs.end(), [&](const ViewerInfo& x) { return x.id == viewer; });
     if (v == vs.end()) return Status::Error(StatusCode::kNotFound, "no viewer '" + viewer + "' in session '" + id + "'");
-    if (v->kind == "webrtc") web = it->second.session;
+    if (v->kind == ViewerKind::kWebRtc) web = it->second.session;
     else it->second.session->RemoveViewer(v->host, v->video_port, v->audio_port);
     AddEvent("viewer_removed", id, viewer + " by " + caller);
     vs.erase(v);
@@ -424,7 +408,7 @@ Status SessionManager::Publish(const std::string& id, const std::string& offer_t
   rules.loopback_only = IsLoopback(deps_.server.webrtc.ice_address);
   std::shared_ptr<LiveSession> session = Find(id);
   if (session) {
-    if (session->config().ingest != "webrtc") return Status::Error(StatusCode::kConflict, "session '" + id + "' takes plain RTP ingest");
+    if (session->config().ingest != IngestKind::kWebRtc) return Status::Error(StatusCode::kConflict, "session '" + id + "' takes plain RTP ingest");
     rules.video_codecs = {session->config().codec};
   }
   auto offer = ParseOffer(offer_text, rules);
@@ -435,7 +419,7 @@ Status SessionManager::Publish(const std::string& id, const std::string& offer_t
     spec.id = id;
     spec.codec = offer->video()->video_codec;
     spec.audio = offer->audio() != nullptr;
-    spec.ingest = "webrtc";
+    spec.ingest = IngestKind::kWebRtc;
     SessionInfo info;
     if (Status e = Create(spec, caller, &info); !e) return e;
     session = Find(id);
@@ -498,7 +482,7 @@ Status SessionManager::Watch(const std::string& id, const std::string& offer_tex
       return Status::Error(StatusCode::kUnavailable, "viewer limit reached (" + std::to_string(deps_.server.max_viewers) + ", server.max_viewers)");
     if (std::string why = OverloadReason(); !why.empty()) return Status::Error(StatusCode::kUnavailable, why);
     key = RandomId("w", 6);  // unguessable: with public viewing, the Location is the only handle
-    e.info.viewers.push_back({key, "", 0, 0, "webrtc"});  // holds its place under the limit
+    e.info.viewers.push_back({key, "", 0, 0, ViewerKind::kWebRtc});  // holds its place under the limit
   }
   std::string answer;
   const double t0 = NowMs();

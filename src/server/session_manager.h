@@ -25,6 +25,7 @@
 #include "inference/fault_injection.h"
 #include "inference/ai_router.h"
 #include "server/capacity.h"
+#include "server/event_log.h"
 #include "server/keyframe_phases.h"
 #include "server/live_session.h"
 
@@ -33,7 +34,7 @@ namespace veil {
 struct ViewerInfo {
   std::string id, host;
   int video_port = 0, audio_port = 0;
-  std::string kind = "rtp";  // rtp | webrtc (WHEP)
+  ViewerKind kind = ViewerKind::kRtp;
 };
 
 struct SessionInfo {
@@ -43,7 +44,7 @@ struct SessionInfo {
   std::string ingest_host;
   int video_port = 0, audio_port = 0;
   std::string target;  // AI target
-  std::string ingest = "rtp";  // rtp | webrtc (WHIP)
+  IngestKind ingest = IngestKind::kRtp;
   std::string publisher;       // webrtc: the WHIP resource of the attached publisher ("" = none)
   std::vector<ViewerInfo> viewers;
   LiveSessionStats stats;
@@ -66,17 +67,12 @@ struct CapacityState {
   std::vector<CapacityModel::Cost> costs;  // the whole model
 };
 
-struct Event {
-  std::string time, type, session, detail;
-  uint64_t seq = 0;
-};
-
 struct CreateSpec {
   std::string id;     // empty: generated
   VideoCodec codec = VideoCodec::kVp8;
   std::string mode;   // empty: the configured default
   bool audio = true;
-  std::string ingest = "rtp";  // rtp | webrtc
+  IngestKind ingest = IngestKind::kRtp;
 };
 
 // The result of a WHIP publish or WHEP watch: the SDP answer and the resource it made.
@@ -209,9 +205,7 @@ class SessionManager {
   std::set<std::string> ending_ GUARDED_BY(ending_mu_);
   Mutex hook_mu_;
   std::function<void()> hook_ GUARDED_BY(hook_mu_);
-  mutable Mutex ev_mu_;
-  std::deque<Event> events_ GUARDED_BY(ev_mu_);
-  uint64_t event_seq_ GUARDED_BY(ev_mu_) = 0;
+  EventLog events_;
   std::thread housekeeping_;
   Mutex hk_mu_;
   std::condition_variable hk_cv_;

@@ -106,7 +106,7 @@ void WebRtcRoutes::Register(http::Router& h) {
         SessionInfo info;
         const bool web = sessions_->Get(id, &info).ok() &&
                          std::any_of(info.viewers.begin(), info.viewers.end(),
-                                     [&](const ViewerInfo& v) { return v.id == resource && v.kind == "webrtc"; });
+                                     [&](const ViewerInfo& v) { return v.id == resource && v.kind == ViewerKind::kWebRtc; });
         e = web ? sessions_->RemoveViewer(id, resource, Caller(req))
                 : Status::Error(StatusCode::kNotFound, "no WHEP resource '" + resource + "' in session '" + id + "'");
       }
