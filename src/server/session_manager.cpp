@@ -14,12 +14,8 @@
 #include "transport/net/udp.h"
 
 namespace veil {
-namespace {
 
-constexpr double kTickMs = 250;
-
-// prefix + 2*n random hex digits (getrandom; the clock only if that fails).
-std::string RandomId(const char* prefix = "s-", size_t n = 5) {
+std::string RandomId(const char* prefix, size_t n) {
   uint8_t b[16] = {};
   n = std::min(n, sizeof b);
   if (getrandom(b, n, 0) != ssize_t(n)) {
@@ -34,8 +30,6 @@ std::string RandomId(const char* prefix = "s-", size_t n = 5) {
   }
   return s;
 }
-
-}  // namespace
 
 bool ValidSessionId(const std::string& id) {
   if (id.empty() || id.size() > 64) return false;
@@ -390,124 +384,6 @@ std::shared_ptr<LiveSession> SessionManager::Find(const std::string& id) const {
   return it == sessions_.end() ? nullptr : it->second.session;
 }
 
-WebRtcPeerConfig SessionManager::PeerConfig() const {
-  WebRtcPeerConfig c;
-  const WebRtcSettings& w = deps_.server.webrtc;
-  c.ice_address = w.ice_address;
-  c.latency_ms = w.jitter_ms;
-  c.timeout_ms = w.negotiate_timeout_ms;
-  c.start_bitrate_kbps = w.start_bitrate_kbps;
-  return c;
-}
-
-Status SessionManager::Publish(const std::string& id, const std::string& offer_text, const std::string& caller,
-                                 WebRtcAnswer* out) {
-  if (!ValidSessionId(id)) return Status::Error(StatusCode::kInvalidArgument, "session id must be 1-64 characters of A-Z a-z 0-9 - _");
-  OfferRules rules;
-  rules.role = OfferRole::kPublish;
-  rules.loopback_only = IsLoopback(deps_.server.webrtc.ice_address);
-  std::shared_ptr<LiveSession> session = Find(id);
-  if (session) {
-    if (session->config().ingest != IngestKind::kWebRtc) return Status::Error(StatusCode::kConflict, "session '" + id + "' takes plain RTP ingest");
-    rules.video_codecs = {session->config().codec};
-  }
-  auto offer = ParseOffer(offer_text, rules);
-  if (!offer) return Status::Error(offer.status().code(), "SDP offer: " + offer.error());
-  bool created = false;
-  if (!session) {
-    CreateSpec spec;
-    spec.id = id;
-    spec.codec = offer->video()->video_codec;
-    spec.audio = offer->audio() != nullptr;
-    spec.ingest = IngestKind::kWebRtc;
-    SessionInfo info;
-    if (Status e = Create(spec, caller, &info); !e) return e;
-    session = Find(id);
-    created = true;
-    if (!session) return Status::Error(StatusCode::kConflict, "session '" + id + "' ended while it was being published");
-  }
-  std::string answer;
-  const double t0 = NowMs();
-  if (Status s = session->AttachPublisher(*offer, PeerConfig(), &answer); !s) {
-    if (created) Take(id, "error", "WHIP negotiation failed: " + s.message()).reset();
-    if (s.code() == StatusCode::kConflict || s.code() == StatusCode::kUnsupported) return s;
-    return Status::Error(StatusCode::kInternal, "WebRTC negotiation failed: " + s.message());
-  }
-  MutexLock lk(mu_);
-  auto it = sessions_.find(id);
-  if (it == sessions_.end() || it->second.session != session) return Status::Error(StatusCode::kConflict, "session '" + id + "' ended during the negotiation");
-  it->second.info.publisher = RandomId("p", 6);  // unguessable: the Location is the only handle
-  out->session = id;
-  out->resource = it->second.info.publisher;
-  out->sdp = answer;
-  AddEvent("publisher_attached", id,
-           out->resource + " whip codec=" + Name(session->config().codec) + " audio=" + (offer->audio() ? "opus" : "none") +
-               " candidates kept/dropped=" + std::to_string(offer->candidates_kept) + "/" +
-               std::to_string(offer->candidates_dropped) + " negotiated in " + std::to_string(int(NowMs() - t0)) +
-               " ms by " + caller);
-  return {};
-}
-
-Status SessionManager::Unpublish(const std::string& id, const std::string& resource, const std::string& caller) {
-  {
-    MutexLock lk(mu_);
-    auto it = sessions_.find(id);
-    if (it == sessions_.end() || !it->second.session || it->second.info.publisher.empty() ||
-        it->second.info.publisher != resource)
-      return Status::Error(StatusCode::kNotFound, "no WHIP resource '" + resource + "' in session '" + id + "'");
-  }
-  auto s = Take(id, "unpublished", "WHIP DELETE by " + caller);
-  if (!s) return Status::Error(StatusCode::kNotFound, "no session '" + id + "'");
-  s.reset();
-  return {};
-}
-
-Status SessionManager::Watch(const std::string& id, const std::string& offer_text, const std::string& caller,
-                               WebRtcAnswer* out) {
-  std::shared_ptr<LiveSession> session = Find(id);
-  if (!session) return Status::Error(StatusCode::kNotFound, "no session '" + id + "'");
-  OfferRules rules;
-  rules.role = OfferRole::kView;
-  rules.video_codecs = {session->config().codec};
-  rules.loopback_only = IsLoopback(deps_.server.webrtc.ice_address);
-  auto offer = ParseOffer(offer_text, rules);
-  if (!offer) return Status::Error(offer.status().code(), "SDP offer: " + offer.error());
-  std::string key;
-  {
-    MutexLock lk(mu_);
-    auto it = sessions_.find(id);
-    if (it == sessions_.end() || it->second.session != session) return Status::Error(StatusCode::kNotFound, "no session '" + id + "'");
-    Entry& e = it->second;
-    if (int(e.info.viewers.size()) >= deps_.server.max_viewers)
-      return Status::Error(StatusCode::kUnavailable, "viewer limit reached (" + std::to_string(deps_.server.max_viewers) + ", server.max_viewers)");
-    if (std::string why = OverloadReason(); !why.empty()) return Status::Error(StatusCode::kUnavailable, why);
-    key = RandomId("w", 6);  // unguessable: with public viewing, the Location is the only handle
-    e.info.viewers.push_back({key, "", 0, 0, ViewerKind::kWebRtc});  // holds its place under the limit
-  }
-  std::string answer;
-  const double t0 = NowMs();
-  const Status s = session->AddWebViewer(key, *offer, PeerConfig(), &answer);
-  MutexLock lk(mu_);
-  auto it = sessions_.find(id);
-  const bool alive = it != sessions_.end() && it->second.session == session;
-  if (!s || !alive) {
-    if (alive) {
-      auto& vs = it->second.info.viewers;
-      vs.erase(std::remove_if(vs.begin(), vs.end(), [&](const ViewerInfo& v) { return v.id == key; }), vs.end());
-    }
-    if (s) session->RemoveWebViewer(key);
-    return s ? Status::Error(StatusCode::kNotFound, "session '" + id + "' ended during the negotiation")
-             : Status::Error(StatusCode::kInternal, "WebRTC negotiation failed: " + s.message());
-  }
-  out->session = id;
-  out->resource = key;
-  out->sdp = answer;
-  AddEvent("viewer_added", id,
-           key + " whep audio=" + (offer->audio() ? "opus" : "none") + " negotiated in " +
-               std::to_string(int(NowMs() - t0)) + " ms by " + caller);
-  return {};
-}
-
 Status SessionManager::SetMode(const std::string& id, const std::string& mode, const std::string& caller,
                                  Mode* previous) {
   auto m = ParseMode(mode);
@@ -593,118 +469,6 @@ std::vector<std::string> SessionManager::SessionIds() const {
   for (const auto& [id, e] : sessions_)
     if (e.session) ids.push_back(id);
   return ids;
-}
-
-std::string SessionManager::OverloadReason() const {
-  if (overloaded_since_ms_ < 0 || !deps_.server.shed) return "";
-  return "node overloaded: " + overloaded_why_ + "; new viewers and sessions are refused until it recovers (server.shed)";
-}
-
-void SessionManager::ShedNode(double now, const std::vector<std::string>& overloaded,
-                              std::vector<std::pair<std::string, std::pair<std::string, std::string>>>& ending) {
-  m_overloaded_->Set(overloaded.empty() ? 0 : 1);
-  if (overloaded.empty()) {
-    if (overloaded_since_ms_ >= 0)
-      AddEvent("node_recovered", "", fmt::format("no session is late at its last shed level after {:.1f} s",
-                                                 (now - overloaded_since_ms_) / 1000));
-    overloaded_since_ms_ = -1;
-    return;
-  }
-  overloaded_why_ = fmt::format("{} of {} session(s) at their last shed level and still late", overloaded.size(),
-                                sessions_.size());
-  if (overloaded_since_ms_ < 0) {
-    overloaded_since_ms_ = now;
-    AddEvent("node_overloaded", "", overloaded_why_ + " (" + fmt::format("{}", fmt::join(overloaded, ", ")) + ")");
-  }
-  // Last: the newest session ends, so the others keep their frame rate. Never the only one.
-  if (!deps_.server.shed || now - overloaded_since_ms_ < ShedEndAfterMs() || sessions_.size() < 2) return;
-  const std::string* newest = nullptr;
-  double newest_ms = -1;
-  for (const auto& [id, e] : sessions_)
-    if (e.session && e.created_ms > newest_ms) {
-      newest_ms = e.created_ms;
-      newest = &id;
-    }
-  if (!newest) return;
-  ending.push_back({*newest, {"shed", fmt::format("node overloaded for {:.0f} s with every shed level taken ({}); the "
-                                                  "newest session ends so the others keep their frame rate",
-                                                  (now - overloaded_since_ms_) / 1000, overloaded_why_)}});
-  m_shed_ended_->Inc();
-  overloaded_since_ms_ = now;  // the others get their time to recover before the next
-}
-
-void SessionManager::Housekeeping() {
-  double last_cpu = ProcessCpuMs(), last_wall = NowMs();
-  for (;;) {
-    {
-      MutexLock lk(hk_mu_);
-      lk.WaitFor(hk_cv_, std::chrono::milliseconds(int(kTickMs)), [&]() REQUIRES(hk_mu_) { return hk_stop_; });
-      if (hk_stop_) return;
-    }
-    const double now = NowMs();
-    if (now - last_wall >= 1000) {
-      const double cpu = ProcessCpuMs();
-      m_cpu_pct_->Set(100.0 * (cpu - last_cpu) / (now - last_wall));
-      m_cpu_s_->Inc((cpu - last_cpu) / 1000.0);
-      {
-        MutexLock lk(mu_);
-        LearnCosts(cpu - last_cpu);
-      }
-      const CapacityState c = Capacity();
-      m_capacity_->Set(c.capacity_sessions);
-      m_headroom_->Set(c.headroom);
-      last_cpu = cpu;
-      last_wall = now;
-    }
-    // Decide under the lock, end sessions (and drop dead WebRTC viewers) outside it.
-    std::vector<std::pair<std::string, std::pair<std::string, std::string>>> ending;
-    std::vector<std::pair<std::shared_ptr<LiveSession>, std::map<std::string, std::string>>> dead_viewers;
-    std::vector<std::string> overloaded;  // sessions that shed every level and are still late
-    {
-      MutexLock lk(mu_);
-      for (auto& [id, e] : sessions_) {
-        if (!e.session) continue;
-        const LiveSessionStats st = e.session->Tick();
-        if (st.shed_level != e.shed_level) {
-          AddEvent("shed_level", id,
-                   fmt::format("level {} -> {} of {}: encoder {}, detection every {} frames", e.shed_level, st.shed_level,
-                               st.max_shed_level, st.encoder_speed, st.detect_every));
-          e.shed_level = st.shed_level;
-        }
-        if (st.overloaded) overloaded.push_back(id);
-        if (st.resolution_changes > e.resolution_changes) {
-          e.resolution_changes = st.resolution_changes;
-          AddEvent("resolution_changed", id, std::to_string(st.width) + "x" + std::to_string(st.height) +
-                                                 " (the encoder re-opened at a keyframe)");
-        }
-        if (!st.web_viewers.empty()) {
-          auto dead = e.session->DeadWebViewers(deps_.server.webrtc.connect_timeout_ms);
-          if (!dead.empty()) {
-            auto& vs = e.info.viewers;
-            for (const auto& [key, why] : dead) {
-              const std::string& gone = key;  // (clang 14 cannot capture a structured binding)
-              vs.erase(std::remove_if(vs.begin(), vs.end(), [&](const ViewerInfo& v) { return v.id == gone; }), vs.end());
-              AddEvent("viewer_removed", id, key + " (" + why + ")");
-            }
-            dead_viewers.push_back({e.session, std::move(dead)});
-          }
-        }
-        if (std::string err = e.session->error(); !err.empty()) {
-          ending.push_back({id, {"error", err}});
-          continue;
-        }
-        if (st.last_packet_age_ms >= 0 && st.last_packet_age_ms > deps_.server.publisher_timeout_ms)
-          ending.push_back({id, {"publisher_timeout", "no packet for " + std::to_string(int(st.last_packet_age_ms)) + " ms"}});
-        else if (st.last_packet_age_ms < 0 && st.age_ms > deps_.server.start_timeout_ms)
-          ending.push_back({id, {"start_timeout", "no packet in " + std::to_string(int(st.age_ms)) + " ms"}});
-      }
-      ShedNode(now, overloaded, ending);
-    }
-    for (auto& [session, dead] : dead_viewers)
-      for (const auto& [key, why] : dead) session->RemoveWebViewer(key);
-    dead_viewers.clear();
-    for (const auto& [id, why] : ending) Take(id, why.first, why.second).reset();
-  }
 }
 
 }  // namespace veil

@@ -2,9 +2,11 @@
 // inference scheduler each, sessions assigned by fewest streams, failover:
 // inference/ai_router.h) and the
 // housekeeping that ends sessions whose publisher went away or whose
-// pipeline failed. Transport-neutral: the HTTP API (http_api) and later
-// WebRTC (WHIP/WHEP) call into it. Every change of state is an event (kept in a ring for
-// /v1/events and logged).
+// pipeline failed. Transport-neutral: the HTTP API (http_api) and
+// WebRTC (WHIP/WHEP) call into it. Every change of state is an event (server/event_log).
+// Its parts: the session table and viewers (session_manager.cpp), WHIP/WHEP
+// (session_webrtc.cpp), capacity and admission (session_capacity.cpp), housekeeping and
+// node-level shedding (session_housekeeping.cpp).
 #pragma once
 #include <atomic>
 #include <condition_variable>
@@ -226,5 +228,8 @@ class SessionManager {
 };
 
 bool ValidSessionId(const std::string& id);
+// prefix + 2*n random hex digits (getrandom; the clock only if that fails): session ids and the
+// unguessable WHIP/WHEP resource names.
+std::string RandomId(const char* prefix = "s-", size_t n = 5);
 
 }  // namespace veil

@@ -1,0 +1,131 @@
+// SessionManager: housekeeping, once a tick: publishers that went away, failed pipelines,
+// resolution changes, viewers that died, the capacity model's learning, node-level shedding.
+#include <malloc.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "core/clock.h"
+#include "server/session_manager.h"
+
+namespace veil {
+namespace {
+constexpr double kTickMs = 250;
+}  // namespace
+
+std::string SessionManager::OverloadReason() const {
+  if (overloaded_since_ms_ < 0 || !deps_.server.shed) return "";
+  return "node overloaded: " + overloaded_why_ + "; new viewers and sessions are refused until it recovers (server.shed)";
+}
+
+void SessionManager::ShedNode(double now, const std::vector<std::string>& overloaded,
+                              std::vector<std::pair<std::string, std::pair<std::string, std::string>>>& ending) {
+  m_overloaded_->Set(overloaded.empty() ? 0 : 1);
+  if (overloaded.empty()) {
+    if (overloaded_since_ms_ >= 0)
+      AddEvent("node_recovered", "", fmt::format("no session is late at its last shed level after {:.1f} s",
+                                                 (now - overloaded_since_ms_) / 1000));
+    overloaded_since_ms_ = -1;
+    return;
+  }
+  overloaded_why_ = fmt::format("{} of {} session(s) at their last shed level and still late", overloaded.size(),
+                                sessions_.size());
+  if (overloaded_since_ms_ < 0) {
+    overloaded_since_ms_ = now;
+    AddEvent("node_overloaded", "", overloaded_why_ + " (" + fmt::format("{}", fmt::join(overloaded, ", ")) + ")");
+  }
+  // Last: the newest session ends, so the others keep their frame rate. Never the only one.
+  if (!deps_.server.shed || now - overloaded_since_ms_ < ShedEndAfterMs() || sessions_.size() < 2) return;
+  const std::string* newest = nullptr;
+  double newest_ms = -1;
+  for (const auto& [id, e] : sessions_)
+    if (e.session && e.created_ms > newest_ms) {
+      newest_ms = e.created_ms;
+      newest = &id;
+    }
+  if (!newest) return;
+  ending.push_back({*newest, {"shed", fmt::format("node overloaded for {:.0f} s with every shed level taken ({}); the "
+                                                  "newest session ends so the others keep their frame rate",
+                                                  (now - overloaded_since_ms_) / 1000, overloaded_why_)}});
+  m_shed_ended_->Inc();
+  overloaded_since_ms_ = now;  // the others get their time to recover before the next
+}
+
+void SessionManager::Housekeeping() {
+  double last_cpu = ProcessCpuMs(), last_wall = NowMs();
+  for (;;) {
+    {
+      MutexLock lk(hk_mu_);
+      lk.WaitFor(hk_cv_, std::chrono::milliseconds(int(kTickMs)), [&]() REQUIRES(hk_mu_) { return hk_stop_; });
+      if (hk_stop_) return;
+    }
+    const double now = NowMs();
+    if (now - last_wall >= 1000) {
+      const double cpu = ProcessCpuMs();
+      m_cpu_pct_->Set(100.0 * (cpu - last_cpu) / (now - last_wall));
+      m_cpu_s_->Inc((cpu - last_cpu) / 1000.0);
+      {
+        MutexLock lk(mu_);
+        LearnCosts(cpu - last_cpu);
+      }
+      const CapacityState c = Capacity();
+      m_capacity_->Set(c.capacity_sessions);
+      m_headroom_->Set(c.headroom);
+      last_cpu = cpu;
+      last_wall = now;
+    }
+    // Decide under the lock, end sessions (and drop dead WebRTC viewers) outside it.
+    std::vector<std::pair<std::string, std::pair<std::string, std::string>>> ending;
+    std::vector<std::pair<std::shared_ptr<LiveSession>, std::map<std::string, std::string>>> dead_viewers;
+    std::vector<std::string> overloaded;  // sessions that shed every level and are still late
+    {
+      MutexLock lk(mu_);
+      for (auto& [id, e] : sessions_) {
+        if (!e.session) continue;
+        const LiveSessionStats st = e.session->Tick();
+        if (st.shed_level != e.shed_level) {
+          AddEvent("shed_level", id,
+                   fmt::format("level {} -> {} of {}: encoder {}, detection every {} frames", e.shed_level, st.shed_level,
+                               st.max_shed_level, st.encoder_speed, st.detect_every));
+          e.shed_level = st.shed_level;
+        }
+        if (st.overloaded) overloaded.push_back(id);
+        if (st.resolution_changes > e.resolution_changes) {
+          e.resolution_changes = st.resolution_changes;
+          AddEvent("resolution_changed", id, std::to_string(st.width) + "x" + std::to_string(st.height) +
+                                                 " (the encoder re-opened at a keyframe)");
+        }
+        if (!st.web_viewers.empty()) {
+          auto dead = e.session->DeadWebViewers(deps_.server.webrtc.connect_timeout_ms);
+          if (!dead.empty()) {
+            auto& vs = e.info.viewers;
+            for (const auto& [key, why] : dead) {
+              const std::string& gone = key;  // (clang 14 cannot capture a structured binding)
+              vs.erase(std::remove_if(vs.begin(), vs.end(), [&](const ViewerInfo& v) { return v.id == gone; }), vs.end());
+              AddEvent("viewer_removed", id, key + " (" + why + ")");
+            }
+            dead_viewers.push_back({e.session, std::move(dead)});
+          }
+        }
+        if (std::string err = e.session->error(); !err.empty()) {
+          ending.push_back({id, {"error", err}});
+          continue;
+        }
+        if (st.last_packet_age_ms >= 0 && st.last_packet_age_ms > deps_.server.publisher_timeout_ms)
+          ending.push_back({id, {"publisher_timeout", "no packet for " + std::to_string(int(st.last_packet_age_ms)) + " ms"}});
+        else if (st.last_packet_age_ms < 0 && st.age_ms > deps_.server.start_timeout_ms)
+          ending.push_back({id, {"start_timeout", "no packet in " + std::to_string(int(st.age_ms)) + " ms"}});
+      }
+      ShedNode(now, overloaded, ending);
+    }
+    for (auto& [session, dead] : dead_viewers)
+      for (const auto& [key, why] : dead) session->RemoveWebViewer(key);
+    dead_viewers.clear();
+    for (const auto& [id, why] : ending) Take(id, why.first, why.second).reset();
+  }
+}
+
+}  // namespace veil
