@@ -17,6 +17,7 @@
 #include "cluster/registry.h"
 #include "core/clock.h"
 #include "server/http_api.h"
+#include "server/ai_wiring.h"
 #include "server/session_manager.h"
 
 namespace veil::cli {
@@ -46,7 +47,9 @@ void RegisterServe(CLI::App& app, int* rc) {
     deps.detector = cfg->detector;
     deps.decode_threads = cfg->decode_threads;
     MetricsRegistry metrics;
-    auto sessions = SessionManager::Start(deps, &metrics);
+    auto parts = StartServerParts(deps, &metrics);  // the AI targets
+    if (!parts) return Fail(rc, 2, parts.error());
+    auto sessions = SessionManager::Start(deps, &metrics, std::move(*parts));
     if (!sessions) return Fail(rc, 2, sessions.error());
     auto api = HttpApi::Start(sessions->get(), &metrics, *server);
     if (!api) return Fail(rc, 2, api.error());

@@ -40,40 +40,15 @@ bool ValidSessionId(const std::string& id) {
 
 SessionManager::SessionManager(const ServerDeps& d, MetricsRegistry* m) : deps_(d), metrics_(m) {}
 
-Result<std::unique_ptr<SessionManager>> SessionManager::Start(const ServerDeps& d, MetricsRegistry* metrics) {
+Result<std::unique_ptr<SessionManager>> SessionManager::Start(const ServerDeps& d, MetricsRegistry* metrics,
+                                                              ServerParts parts) {
   if (!metrics) return Status::Error("a metrics registry is required");
   if (Status s = Validate(d.privacy); !s) return s;
   std::unique_ptr<SessionManager> m(new SessionManager(d, metrics));
-  RouterConfig rc;
-  rc.targets = d.server.targets;
-  rc.local.max_batch = rc.remote.max_batch = d.server.max_batch;
-  rc.local.max_wait_us = rc.remote.max_wait_us = d.server.max_wait_us;
-  rc.local.max_queue = rc.remote.max_queue = size_t(d.server.infer_queue);
-  rc.local.threads = d.server.infer_threads;
-  rc.remote.threads = d.server.remote_threads;
-  rc.remote_options.model = d.server.remote_model;
-  rc.remote_options.deadline_ms = d.server.deadline_ms;
-  rc.remote_options.nms_iou = d.detector.nms_iou;
-  rc.probe_interval_ms = d.server.probe_interval_ms;
-  rc.probe_timeout_ms = d.server.probe_timeout_ms;
-  const DetectorConfig dc = d.detector;
-  auto faults = m->faults_;
-  const bool inject = d.server.fault_injection;
-  auto source = std::make_shared<std::string>();
-  auto router = AiRouter::Start(
-      rc,
-      [dc, faults, inject, source]() -> Result<std::unique_ptr<Detector>> {
-        auto det = LoadDetector(dc, source.get());
-        if (!det || !inject) return det;
-        return std::unique_ptr<Detector>(std::make_unique<FaultInjectingDetector>(std::move(*det), faults));
-      },
-      metrics,
-      [p = m.get()](const std::string& type, const std::string& session, const std::string& detail) {
-        p->AddEvent(type, session, detail);
-      });
-  if (!router) return router.status();
-  m->router_ = std::move(*router);
-  if (!source->empty()) spdlog::info("in-process detector: {} ({})", dc.family, *source);
+  if (!parts.router || !parts.faults || !parts.events) return Status::Error("the session manager needs its AI router, fault injector and event log");
+  m->router_ = std::move(parts.router);
+  m->faults_ = std::move(parts.faults);
+  m->events_ = std::move(parts.events);
   m->m_sessions_ = &metrics->GetGauge("veil_sessions_active", "Live sessions");
   m->m_created_ = &metrics->GetCounter("veil_sessions_created_total", "Sessions created");
   m->m_shed_ended_ = &metrics->GetCounter("veil_sessions_shed_total",
@@ -118,10 +93,10 @@ SessionManager::~SessionManager() {
 }
 
 void SessionManager::AddEvent(const std::string& type, const std::string& session, const std::string& detail) {
-  events_.Add(type, session, detail);
+  events_->Add(type, session, detail);
 }
 
-std::vector<Event> SessionManager::Events(uint64_t after_seq) const { return events_.After(after_seq); }
+std::vector<Event> SessionManager::Events(uint64_t after_seq) const { return events_->After(after_seq); }
 
 Status SessionManager::Create(const CreateSpec& spec, const std::string& caller, SessionInfo* out) {
   if (!spec.id.empty() && !ValidSessionId(spec.id))

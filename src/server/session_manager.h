@@ -90,10 +90,20 @@ struct ServerDeps {
   int decode_threads = 1;
 };
 
+// What a SessionManager is given besides its configuration (server/ai_wiring.h builds them):
+// the AI targets it routes sessions' detections through, the fault injector the debug API
+// sets, and the event log it shares with the router.
+struct ServerParts {
+  std::unique_ptr<AiRouter> router;
+  std::shared_ptr<FaultInjector> faults;
+  std::shared_ptr<EventLog> events;
+};
+
 class SessionManager {
  public:
-  // Loads the detector(s) and starts the scheduler and housekeeping.
-  static Result<std::unique_ptr<SessionManager>> Start(const ServerDeps& d, MetricsRegistry* metrics);
+  // Times the capacity model's limit and starts the frame executor and housekeeping.
+  static Result<std::unique_ptr<SessionManager>> Start(const ServerDeps& d, MetricsRegistry* metrics,
+                                                       ServerParts parts);
   ~SessionManager();  // Shutdown()
 
   Status Create(const CreateSpec& spec, const std::string& caller, SessionInfo* out);
@@ -188,7 +198,7 @@ class SessionManager {
 
   const ServerDeps deps_;
   MetricsRegistry* metrics_;
-  std::shared_ptr<FaultInjector> faults_ = std::make_shared<FaultInjector>();
+  std::shared_ptr<FaultInjector> faults_;
   std::unique_ptr<AiRouter> router_;
   std::unique_ptr<CapacityModel> capacity_;
   std::shared_ptr<FrameExecutor> executor_;  // null: a worker thread per session (server.frame_executor false)
@@ -207,7 +217,7 @@ class SessionManager {
   std::set<std::string> ending_ GUARDED_BY(ending_mu_);
   Mutex hook_mu_;
   std::function<void()> hook_ GUARDED_BY(hook_mu_);
-  EventLog events_;
+  std::shared_ptr<EventLog> events_;
   std::thread housekeeping_;
   Mutex hk_mu_;
   std::condition_variable hk_cv_;

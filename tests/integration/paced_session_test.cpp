@@ -18,6 +18,7 @@
 
 #include "core/clock.h"
 #include "media/demuxer.h"
+#include "server/ai_wiring.h"
 #include "server/session_manager.h"
 #include "test_util.h"
 #include "transport/net/udp.h"
@@ -85,7 +86,9 @@ TEST(PacedSessions, ConcurrentControlAndMediaStayConsistent) {
   // No load shedding either: a sanitized session is late at every level, and the node would
   // rightly refuse the viewers this test adds (server_test checks the shedding order).
   deps.server.shed = false;
-  auto mgr = SessionManager::Start(deps, &metrics);
+  auto parts = StartServerParts(deps, &metrics);
+  ASSERT_TRUE(parts.ok()) << parts.error();
+  auto mgr = SessionManager::Start(deps, &metrics, std::move(*parts));
   ASSERT_TRUE(mgr.ok()) << mgr.error();
   SessionManager& m = **mgr;
 

@@ -1,0 +1,53 @@
+#include "server/ai_wiring.h"
+
+#include <spdlog/spdlog.h>
+
+#include "vision/detector.h"
+
+namespace veil {
+
+Result<std::unique_ptr<AiRouter>> StartAiRouter(const ServerDeps& d, MetricsRegistry* metrics,
+                                                std::shared_ptr<FaultInjector> faults,
+                                                std::shared_ptr<EventLog> events) {
+  if (!metrics || !faults || !events) return Status::Error("the AI router needs metrics, faults and an event log");
+  RouterConfig rc;
+  rc.targets = d.server.targets;
+  rc.local.max_batch = rc.remote.max_batch = d.server.max_batch;
+  rc.local.max_wait_us = rc.remote.max_wait_us = d.server.max_wait_us;
+  rc.local.max_queue = rc.remote.max_queue = size_t(d.server.infer_queue);
+  rc.local.threads = d.server.infer_threads;
+  rc.remote.threads = d.server.remote_threads;
+  rc.remote_options.model = d.server.remote_model;
+  rc.remote_options.deadline_ms = d.server.deadline_ms;
+  rc.remote_options.nms_iou = d.detector.nms_iou;
+  rc.probe_interval_ms = d.server.probe_interval_ms;
+  rc.probe_timeout_ms = d.server.probe_timeout_ms;
+  const DetectorConfig dc = d.detector;
+  const bool inject = d.server.fault_injection;
+  auto source = std::make_shared<std::string>();
+  auto router = AiRouter::Start(
+      rc,
+      [dc, faults, inject, source]() -> Result<std::unique_ptr<Detector>> {
+        auto det = LoadDetector(dc, source.get());
+        if (!det || !inject) return det;
+        return std::unique_ptr<Detector>(std::make_unique<FaultInjectingDetector>(std::move(*det), faults));
+      },
+      metrics,
+      [events](const std::string& type, const std::string& session, const std::string& detail) {
+        events->Add(type, session, detail);
+      });
+  if (router && !source->empty()) spdlog::info("in-process detector: {} ({})", dc.family, *source);
+  return router;
+}
+
+Result<ServerParts> StartServerParts(const ServerDeps& d, MetricsRegistry* metrics) {
+  ServerParts p;
+  p.faults = std::make_shared<FaultInjector>();
+  p.events = std::make_shared<EventLog>();
+  auto router = StartAiRouter(d, metrics, p.faults, p.events);
+  if (!router) return router.status();
+  p.router = std::move(*router);
+  return p;
+}
+
+}  // namespace veil
