@@ -15,6 +15,7 @@
 #include <string>
 
 #include "../tests/raw_socket.h"
+#include "server/ai_wiring.h"
 #include "server/http_api.h"
 #include "server/session_manager.h"
 
@@ -38,7 +39,12 @@ Api* Start() {
   d.server.start_timeout_ms = 60000;
   d.server.http_request_timeout_ms = 200;  // an incomplete input costs 200 ms, not 10 s
   d.server.http_idle_timeout_ms = 200;
-  auto s = veil::SessionManager::Start(d, &a->metrics);
+  auto parts = veil::StartServerParts(d, &a->metrics);
+  if (!parts) {
+    std::fprintf(stderr, "fuzz_api: %s\n", parts.error().c_str());
+    std::abort();
+  }
+  auto s = veil::SessionManager::Start(d, &a->metrics, std::move(*parts));
   if (!s) {
     std::fprintf(stderr, "fuzz_api: %s\n", s.error().c_str());
     std::abort();
