@@ -65,6 +65,15 @@ struct Rig {
     for (const auto& e : events) n += e.rfind(prefix, 0) == 0;
     return n;
   }
+  // Events are emitted after the health change they report: wait for them too.
+  bool WaitCount(const std::string& prefix, int n, double ms = 3000) {
+    const double end = NowMs() + ms;
+    while (NowMs() < end) {
+      if (Count(prefix) >= n) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return false;
+  }
   bool WaitHealthy(int t, bool healthy, double ms = 3000) {
     const double end = NowMs() + ms;
     while (NowMs() < end) {
@@ -110,6 +119,7 @@ TEST(AiRouter, FailingTargetIsMarkedDownAndItsSessionsMoveAtOnce) {
   EXPECT_FALSE(rig.router->Snapshot()[0].healthy);
   rig.dets[0]->fail = false;
   ASSERT_TRUE(rig.WaitHealthy(0, true)) << "a never rejoined";
+  EXPECT_TRUE(rig.WaitCount("ai_target_up", 1));
   EXPECT_EQ(rig.Count("ai_target_up"), 1);
   EXPECT_EQ(rig.router->Attach(5, "s5"), "a");
   EXPECT_EQ(rig.router->TargetOf(on_a), "b") << "nothing moves back on its own";
