@@ -3,6 +3,7 @@
 #include <exception>
 
 #include "core/clock.h"
+#include "server/keyframe_phases.h"
 
 namespace veil {
 

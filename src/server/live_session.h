@@ -29,7 +29,6 @@
 #include "media/codec.h"
 #include "privacy/privacy_stage.h"
 #include "server/frame_executor.h"
-#include "server/keyframe_phases.h"
 #include "server/session_history.h"
 #include "server/snapshot.h"
 #include "server/speed_control.h"
