@@ -53,11 +53,10 @@ void RegisterEval(CLI::App& app, int* rc) {
     if (!cfg) return Fail(rc, 2, cfg.error());
     if (PrintConfigIfAsked(o->config, cfg->config)) return;
     const PrivacyConfig* pc = &cfg->privacy;
-    const Settings& st = cfg->config.settings();
     for (const Status& s : {gt.status(), size.status()})
       if (!s.ok()) return Fail(rc, 2, s.message());
     if (pc->mode != Mode::kAnonymize)
-      return Fail(rc, 2, "eval measures the anonymize mode; --mode " + st.mode + " makes no sense here");
+      return Fail(rc, 2, "eval measures the anonymize mode; --mode " + ModeName(pc->mode) + " makes no sense here");
     std::string source;
     auto det = LoadDetector(cfg->detector, &source);
     if (!det) return Fail(rc, 2, det.error());
@@ -96,13 +95,18 @@ void RegisterEval(CLI::App& app, int* rc) {
       auto r = RunMotionEval(*gt, *pc, det->get(), o->motion);
       if (!r) return Fail(rc, 1, r.error());
       out["motion"] = r->ToJson();
-      out["motion"]["settings"] = {{"detect_size", st.detect_size}, {"detect_every", st.detect_every},
-                                   {"score", st.score}, {"low_score", st.low_score},
-                                   {"margin", st.margin}, {"frames_per_photo", o->motion.frames_per_photo}};
+      // The keys' own text, as --print-config shows them.
+      const auto key = [&](const char* k) { return FormatValue(FindKey(k)->get(cfg->config.settings())); };
+      const auto num = [&](const char* k) { return std::stod(key(k)); };
+      const auto text = [&](const char* k) { return key(k).substr(1, key(k).size() - 2); };  // without the quotes
+      const std::string detect_size = text("privacy.detect_size"), detect_every = text("privacy.detect_every");
+      out["motion"]["settings"] = {{"detect_size", detect_size}, {"detect_every", detect_every},
+                                   {"score", num("tracker.score")}, {"low_score", num("tracker.low_score")},
+                                   {"margin", num("mosaic.margin")}, {"frames_per_photo", o->motion.frames_per_photo}};
       if (!o->json) {
         fmt::print("Moving clip: {} frames ({}x{}, {} per photo), detect {} every {} frame(s)\n", r->frames,
-                   o->motion.canvas.width, o->motion.canvas.height, o->motion.frames_per_photo, st.detect_size,
-                   st.detect_every);
+                   o->motion.canvas.width, o->motion.canvas.height, o->motion.frames_per_photo, detect_size,
+                   detect_every);
         fmt::print("  face-frame leak rate (>=40 px): all {:.2f}% ({}/{}), clear {:.2f}% ({}/{})\n",
                    100 * r->leak_rate(), r->leaked, r->face_frames, 100 * r->clear_leak_rate(), r->clear_leaked,
                    r->clear_face_frames);

@@ -43,10 +43,7 @@ void RegisterWorker(CLI::App& app, int* rc) {
 
     WorkerOptions wo;
     wo.listen = ws->listen;
-    wo.scheduler.max_batch = ws->max_batch;
-    wo.scheduler.max_wait_us = ws->max_wait_us;
-    wo.scheduler.threads = ws->threads;
-    wo.scheduler.max_queue = size_t(ws->max_queue);
+    wo.scheduler = ws->scheduler;
     const DetectorConfig dc = cfg->detector;
     auto source = std::make_shared<std::string>();
     MetricsRegistry metrics;
@@ -58,7 +55,7 @@ void RegisterWorker(CLI::App& app, int* rc) {
                 (*worker)->port());
     std::fflush(stdout);
     spdlog::info("detector {} ({}); {} inference thread(s), max batch {}, max wait {} us",
-                 dc.family, *source, ws->threads, ws->max_batch, ws->max_wait_us);
+                 dc.family, *source, ws->scheduler.threads, ws->scheduler.max_batch, ws->scheduler.max_wait_us);
     if (!IsLoopback(host))
       spdlog::warn(
           "worker.listen {} is not loopback: the KServe v2 gRPC API has no authentication; "

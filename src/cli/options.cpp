@@ -66,7 +66,7 @@ Result<Resolved> Resolve(const ConfigOptions& o) {
   r.privacy = *p;
   r.detector = *d;
   r.encoder = *e;
-  r.decode_threads = int(c->settings().decode_threads);
+  r.decode_threads = c->settings().decode_threads;
   r.config = std::move(*c);
   return r;
 }

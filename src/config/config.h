@@ -12,68 +12,12 @@
 
 #include "core/status.h"
 #include "media/media_types.h"
+#include "inference/scheduler.h"
 #include "inference/target_pool.h"
 #include "privacy/privacy_stage.h"
 #include "vision/detector.h"
 
 namespace veil {
-
-// The raw settings, one field per key. Build*() turns them into the typed,
-// validated structures the stages use.
-struct Settings {
-  // [privacy]
-  std::string mode = "anonymize";
-  std::string detect_size = "640x360";
-  std::string detect_every = "3";
-  double detect_budget_ms = 5.0;
-  double max_age_ms = 200;
-  bool scene_cut = true;
-  double scene_cut_threshold = 28;
-  // [mosaic]
-  std::string cell = "auto";
-  // docs/privacy.md: margin, margin_min and low_score were measured against ground truth
-  double cells_across = 3, margin = 0.1;
-  double margin_min = 10;  // detection-copy pixels
-  int64_t min_cell = 8, full_cell = 40;
-  // [tracker]
-  double score = 0.5, low_score = 0.15;
-  int64_t max_coast = 30;
-  double growth_base = 0.05, growth_per_frame = 0.02;
-  // [detector]
-  std::string detector = "yunet", model, model_sha256;
-  int64_t threads = 1;
-  double nms_iou = 0.3;
-  // [encoder] / [decoder]
-  std::string codec;
-  int64_t bitrate_kbps = 0, encode_threads = 1, keyint = 60, vp8_speed = -8, decode_threads = 1;
-  // [server] (veil serve)
-  std::string listen = "127.0.0.1:8080", token, rtp_address = "127.0.0.1", viewer_hosts = "loopback", allowed_hosts;
-  std::string max_sessions = "auto";
-  double drain_timeout_s = 0;
-  std::string cluster_redis, cluster_node_id, cluster_public_url;
-  int64_t max_viewers = 16, viewer_queue = 8, jitter_ms = 40;
-  double cores = 0, cpu_share = 0.6;
-  bool bypass_forward = true, shed = true;
-  double shed_calm_s = 5, shed_high = 0.7, shed_low = 0.4;
-  double publisher_timeout_ms = 5000, start_timeout_ms = 30000, budget_ms = 33.0;
-  double history_s = 300, history_interval_ms = 1000;
-  int64_t http_max_connections = 4096, http_threads = 8;
-  bool frame_executor = true, stagger_keyframes = true;
-  int64_t frame_threads = 0;
-  double http_request_timeout_ms = 10000, http_idle_timeout_ms = 30000;
-  // [inference] (veil serve: the in-process AI target)
-  int64_t max_batch = 1, max_wait_us = 0, infer_threads = 1, infer_queue = 64;
-  bool fault_injection = false;
-  std::string targets = "local", remote_model = "yunet_u8";
-  int64_t remote_threads = 2;
-  double deadline_ms = 500, probe_interval_ms = 200, probe_timeout_ms = 500;
-  // [worker] (veil worker)
-  std::string worker_listen = "127.0.0.1:8001", worker_metrics;
-  // [webrtc] (veil serve: WHIP publish, WHEP watch)
-  std::string ice_address = "127.0.0.1", publish_token, view_token, allow_origin = "*";
-  int64_t max_pending = 4, start_bitrate_kbps = 2500, webrtc_jitter_ms = 200;
-  double offers_per_s = 10, negotiate_timeout_ms = 5000, connect_timeout_ms = 15000;
-};
 
 // WebRTC (WHIP/WHEP) settings of veil serve, validated.
 struct WebRtcSettings {
@@ -126,7 +70,7 @@ struct ServerSettings {
   // (server/keyframe_phases.h); false: each encoder's own cadence.
   bool stagger_keyframes = true;
   double http_request_timeout_ms = 10000, http_idle_timeout_ms = 30000;
-  int max_batch = 1, max_wait_us = 0, infer_threads = 1, infer_queue = 64;
+  SchedulerConfig scheduler;     // [inference]: the in-process target's queue, and each remote target's
   bool fault_injection = false;  // enables PUT /v1/debug/inference (tests)
   std::vector<TargetSpec> targets{{"local", ""}};
   std::string remote_model = "yunet_u8";
@@ -135,13 +79,32 @@ struct ServerSettings {
   WebRtcSettings webrtc;
 };
 
+// Cross-field rules and the ranges of the server's own keys (declared here once; the stages'
+// own structs validate theirs: PrivacyConfig, DetectorConfig, EncoderOptions, SchedulerConfig).
+Status Validate(const ServerSettings& s);
+
 // veil worker's settings, validated.
 struct WorkerSettings {
   std::string listen = "127.0.0.1:8001";
   std::string metrics_host;  // empty: no metrics endpoint
   int metrics_port = 0;
-  int max_batch = 1, max_wait_us = 0, threads = 1, max_queue = 64;
+  SchedulerConfig scheduler;  // [inference]
   bool fault_injection = false;
+};
+Status Validate(const WorkerSettings& s);
+
+// The whole configuration: each stage's own struct, once. Every key of ConfigKeys() reads and
+// writes a field of one of them (text keys such as privacy.detect_size are parsed into the typed
+// field when set); a stage's ranges are declared by that stage's Validate(), which Build*() runs.
+struct Settings {
+  PrivacyConfig privacy;         // [privacy], [mosaic], [tracker]
+  DetectorConfig detector;       // [detector]
+  EncoderOptions encoder;        // [encoder]
+  int decode_threads = 1;        // [decoder]
+  SchedulerConfig inference;     // [inference] max_batch, max_wait_us, threads, max_queue: veil serve and veil worker
+  bool fault_injection = false;  // [inference]
+  ServerSettings server;         // [server], [cluster], [webrtc], the rest of [inference]
+  WorkerSettings worker;         // [worker]
 };
 
 using Value = std::variant<int64_t, double, bool, std::string>;
@@ -153,7 +116,9 @@ struct KeySpec {
   std::string flag;  // command-line flag without dashes ("" = none)
   std::string doc;
   Value def;         // default (also gives the type)
-  std::function<void(Settings&, const Value&)> set;
+  // Stores a value of the key's type in its stage's field (text keys are parsed here: an error
+  // names what is wrong). Ranges are the stage's, checked when the stage's settings are built.
+  std::function<Status(Settings&, const Value&)> set;
   std::function<Value(const Settings&)> get;
 };
 

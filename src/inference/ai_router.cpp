@@ -22,6 +22,8 @@ std::vector<std::string> Names(const std::vector<TargetSpec>& t) {
 Status Validate(const RouterConfig& c) {
   if (c.targets.empty()) return Status::Error("inference.targets: at least one target");
   if (Status s = Validate(c.local); !s) return s;
+  if (c.remote.threads < 1 || c.remote.threads > 64)  // set by inference.remote_threads, not inference.threads
+    return Status::Error("inference.remote_threads must be in [1, 64], got " + std::to_string(c.remote.threads));
   if (Status s = Validate(c.remote); !s) return s;
   if (!(c.probe_interval_ms >= 10 && c.probe_interval_ms <= 60000))
     return Status::Error("inference.probe_interval_ms must be in [10, 60000]");

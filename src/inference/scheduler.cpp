@@ -23,13 +23,14 @@ const char* OutcomeName(DetectOutcome o) {
 }
 
 Status Validate(const SchedulerConfig& c) {
-  if (c.max_batch < 1 || c.max_batch > 64)
-    return Status::Error("inference max_batch must be in [1, 64]");
-  if (c.max_wait_us < 0 || c.max_wait_us > 100000)
-    return Status::Error("inference max_wait_us must be in [0, 100000]");
-  if (c.threads < 1 || c.threads > 64) return Status::Error("inference threads must be in [1, 64]");
-  if (c.max_queue < 1 || c.max_queue > 100000)
-    return Status::Error("inference max_queue must be in [1, 100000]");
+  // The ranges of the [inference] keys (veil serve's targets and veil worker), declared here only.
+  const auto bad = [](const char* key, const char* range, int64_t got) {
+    return Status::Error(std::string("inference.") + key + " must be in " + range + ", got " + std::to_string(got));
+  };
+  if (c.max_batch < 1 || c.max_batch > 64) return bad("max_batch", "[1, 64]", c.max_batch);
+  if (c.max_wait_us < 0 || c.max_wait_us > 100000) return bad("max_wait_us", "[0, 100000]", c.max_wait_us);
+  if (c.threads < 1 || c.threads > 64) return bad("threads", "[1, 64]", c.threads);
+  if (c.max_queue < 1 || c.max_queue > 100000) return bad("max_queue", "[1, 100000]", int64_t(c.max_queue));
   return Status::Ok();
 }
 

@@ -140,7 +140,7 @@ Result<std::unique_ptr<VideoDecoder>> VideoDecoder::Open(const std::string& code
 }
 
 Result<std::unique_ptr<VideoDecoder>> VideoDecoder::Open(VideoCodec codec, int threads) {
-  if (threads < 1 || threads > 64) return Status::Error("decoder threads must be in [1, 64]");
+  if (Status s = ValidateDecoderThreads(threads); !s) return s;
   const AVCodec* c = avcodec_find_decoder(AVCodecID(Info(codec).av_codec_id));
   if (!c) return Status::Error(std::string("no ") + Name(codec) + " decoder in this FFmpeg");
   std::unique_ptr<VideoDecoder> d(new VideoDecoder());

@@ -10,6 +10,17 @@ namespace veil {
 
 Status ValidateEncoder(const VideoInfo& vi, const EncoderOptions& o) {
   if (vi.width <= 0 || vi.height <= 0 || vi.width > 8192 || vi.height > 8192) return Status::Error("output size out of range");
+  return Validate(o);
+}
+
+Status ValidateDecoderThreads(int threads) {
+  if (threads < 1 || threads > 64) return Status::Error("decoder threads must be in [1, 64], got " + std::to_string(threads));
+  return Status::Ok();
+}
+
+Status Validate(const EncoderOptions& o) {
+  if (!o.codec.empty() && o.codec != "vp8" && o.codec != "h264" && o.codec != "rawvideo")
+    return Status::Error("encoder codec must be vp8, h264 or rawvideo, got '" + o.codec + "'");
   if (o.threads < 1 || o.threads > 64) return Status::Error("encoder threads must be in [1, 64]");
   if (o.bitrate_kbps < 0 || o.bitrate_kbps > 200000) return Status::Error("bitrate must be in [0, 200000] kbps");
   if (o.keyint_frames < 1 || o.keyint_frames > 10000) return Status::Error("keyint must be in [1, 10000] frames");

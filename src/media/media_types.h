@@ -47,9 +47,13 @@ struct EncoderOptions {
   std::string x264_profile;  // "" = x264's choice (high); live sessions use constrained baseline (WebRTC's 42e01f)
 };
 
-// The encoder options' ranges and the output size, checked once for every encoder (FFmpeg's and
-// libvpx's own).
+// The encoder options' ranges, declared here once: the configuration (encoder.*) and every
+// encoder (FFmpeg's and libvpx's own) check them with this.
+Status Validate(const EncoderOptions& o);
+// The same, and the output size.
 Status ValidateEncoder(const VideoInfo& vi, const EncoderOptions& o);
+// A decoder's thread count (decoder.threads), checked by the configuration and by every decoder.
+Status ValidateDecoderThreads(int threads);
 // The bitrate an encoder aims at: o.bitrate_kbps, or by resolution (about 2500 kbps at 720p30).
 int64_t TargetKbps(const VideoInfo& vi, const EncoderOptions& o);
 

@@ -13,7 +13,7 @@ namespace veil {
 MediaReader::~MediaReader() = default;
 
 Result<std::unique_ptr<MediaReader>> MediaReader::Open(const std::string& path, const ReaderOptions& o) {
-  if (o.decoder_threads < 1 || o.decoder_threads > 64) return Status::Error("decoder threads must be in [1, 64]");
+  if (Status s = ValidateDecoderThreads(o.decoder_threads); !s) return s;
   std::unique_ptr<MediaReader> r(new MediaReader());
   r->max_corrupt_ = o.max_corrupt_packets;
   r->impl_ = std::make_unique<Impl>();

@@ -12,11 +12,8 @@ Result<std::unique_ptr<AiRouter>> StartAiRouter(const ServerDeps& d, MetricsRegi
   if (!metrics || !faults || !events) return Status::Error("the AI router needs metrics, faults and an event log");
   RouterConfig rc;
   rc.targets = d.server.targets;
-  rc.local.max_batch = rc.remote.max_batch = d.server.max_batch;
-  rc.local.max_wait_us = rc.remote.max_wait_us = d.server.max_wait_us;
-  rc.local.max_queue = rc.remote.max_queue = size_t(d.server.infer_queue);
-  rc.local.threads = d.server.infer_threads;
-  rc.remote.threads = d.server.remote_threads;
+  rc.local = rc.remote = d.server.scheduler;  // [inference]: batching and queue for every target
+  rc.remote.threads = d.server.remote_threads;  // a remote target's threads are its calls in flight
   rc.remote_options.model = d.server.remote_model;
   rc.remote_options.deadline_ms = d.server.deadline_ms;
   rc.remote_options.nms_iou = d.detector.nms_iou;

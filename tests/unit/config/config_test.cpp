@@ -7,6 +7,8 @@
 #include <regex>
 #include <set>
 #include <sstream>
+#include <tuple>
+#include <vector>
 
 #include "test_util.h"
 
@@ -39,11 +41,11 @@ TEST(Config, PrecedenceIsDefaultsFileEnvFlags) {
   char* env[] = {e1.data(), e2.data(), e3.data(), nullptr};
   ASSERT_TRUE(c.LoadEnv(env).ok());
   ASSERT_TRUE(c.SetText("mosaic.margin", "0.25", Source::kFlag).ok());
-  EXPECT_EQ(c.settings().detect_every, "4");
+  EXPECT_EQ(c.settings().privacy.detect_every, 4);
   EXPECT_EQ(c.source("privacy.detect_every"), Source::kEnv);
-  EXPECT_EQ(c.settings().mode, "bypass");
+  EXPECT_EQ(c.settings().privacy.mode, Mode::kBypass);
   EXPECT_EQ(c.source("privacy.mode"), Source::kFile);
-  EXPECT_DOUBLE_EQ(c.settings().margin, 0.25);
+  EXPECT_DOUBLE_EQ(c.settings().privacy.mosaic.margin, 0.25);
   EXPECT_EQ(c.source("mosaic.margin"), Source::kFlag);
   std::filesystem::remove(f);
 }
@@ -120,6 +122,15 @@ TEST(Config, DumpIsValidTomlThatLoadsBackToTheSameValues) {
   Config c;
   ASSERT_TRUE(c.SetText("privacy.detect_every", "auto", Source::kFlag).ok());
   ASSERT_TRUE(c.SetText("mosaic.cells_across", "10", Source::kFlag).ok());
+  // Text keys are parsed into their stage's typed field and printed back from it.
+  for (const auto& [key, text] : std::vector<std::pair<std::string, std::string>>{
+           {"server.allowed_hosts", " A.example, b.example ,"}, {"inference.targets", "local,grpc://127.0.0.1:8001"},
+           {"server.listen", "127.0.0.1:9000"}, {"worker.metrics_listen", "127.0.0.1:9100"},
+           {"server.max_sessions", "7"}, {"mosaic.cell", "12"}, {"privacy.detect_size", "512x288"},
+           {"server.viewer_hosts", "any"}, {"privacy.mode", "full_blur"}})
+    ASSERT_TRUE(c.SetText(key, text, Source::kFlag).ok()) << key;
+  EXPECT_EQ(FormatValue(FindKey("server.allowed_hosts")->get(c.settings())), "\"a.example,b.example\"");
+  EXPECT_EQ(FormatValue(FindKey("inference.targets")->get(c.settings())), "\"local,127.0.0.1:8001\"");
   const std::string f = WriteFile("dump.toml", c.Dump());
   Config back;
   ASSERT_TRUE(back.LoadFile(f).ok()) << c.Dump();
@@ -127,8 +138,65 @@ TEST(Config, DumpIsValidTomlThatLoadsBackToTheSameValues) {
     EXPECT_EQ(FormatValue(k.get(back.settings())), FormatValue(k.get(c.settings()))) << k.key;
     EXPECT_EQ(back.source(k.key), Source::kFile) << k.key;
   }
-  EXPECT_EQ(back.settings().detect_every, "auto");
-  EXPECT_DOUBLE_EQ(back.settings().cells_across, 10);
+  EXPECT_EQ(back.settings().privacy.detect_every, 0);  // auto
+  EXPECT_DOUBLE_EQ(back.settings().privacy.mosaic.cells_across, 10);
+  std::filesystem::remove(f);
+}
+
+// A stage's ranges are declared once, by the stage: the configuration refuses exactly what the
+// stage would (before 2026-12-02 the config allowed inference.max_wait_us up to 1000000 and the
+// scheduler only 100000, so a value between passed the config and failed at start-up elsewhere).
+TEST(Config, RangesAreTheStagesOwn) {
+  for (const auto& [key, bad, good] : std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"inference.max_wait_us", "500000", "100000"}, {"inference.max_queue", "200000", "100000"},
+           {"inference.max_batch", "65", "64"}, {"inference.threads", "0", "1"}}) {
+    Config bad_c, good_c;
+    ASSERT_TRUE(bad_c.SetText(key, bad, Source::kFlag).ok()) << key;
+    ASSERT_TRUE(good_c.SetText(key, good, Source::kFlag).ok()) << key;
+    auto bs = bad_c.BuildServer();
+    auto bw = bad_c.BuildWorker();
+    ASSERT_FALSE(bs.ok()) << key << "=" << bad;
+    ASSERT_FALSE(bw.ok()) << key << "=" << bad;
+    EXPECT_EQ(bs.error(), bw.error()) << "one check for both: " << key;
+    auto gs = good_c.BuildServer();
+    auto gw = good_c.BuildWorker();
+    ASSERT_TRUE(gs.ok()) << key << "=" << good << ": " << gs.error();
+    ASSERT_TRUE(gw.ok()) << key << "=" << good << ": " << gw.error();
+    EXPECT_EQ(gs->scheduler.max_wait_us, gw->scheduler.max_wait_us);
+    EXPECT_EQ(gs->scheduler.max_queue, gw->scheduler.max_queue);
+    // ...and it is the scheduler's own verdict.
+    EXPECT_FALSE(Validate(bad_c.settings().inference).ok()) << key;
+  }
+  // The encoder's ranges are the encoder's (media/media_types.h), for the config and the codecs alike.
+  Config e;
+  ASSERT_TRUE(e.SetText("encoder.vp8_speed", "-17", Source::kFlag).ok());
+  EncoderOptions o;
+  o.vp8_speed = -17;
+  ASSERT_FALSE(e.BuildEncoder().ok());
+  EXPECT_EQ(e.BuildEncoder().error(), Validate(o).message());
+  Config d;
+  ASSERT_TRUE(d.SetText("decoder.threads", "65", Source::kFlag).ok());
+  EXPECT_FALSE(d.BuildEncoder().ok());
+}
+
+// Text keys are parsed when set: the error names the key, and a failed set changes nothing.
+TEST(Config, TextKeysAreParsedWhenSet) {
+  Config c;
+  for (const auto& [key, text] : std::vector<std::pair<std::string, std::string>>{
+           {"privacy.detect_size", "640by360"}, {"privacy.detect_every", "0"}, {"privacy.mode", "blur"},
+           {"mosaic.cell", "0"}, {"server.listen", "8080"}, {"server.listen", "127.0.0.1:70000"},
+           {"server.max_sessions", "-1"}, {"server.viewer_hosts", "lan"}, {"server.allowed_hosts", "a b"},
+           {"inference.targets", "local,local"}, {"worker.metrics_listen", "127.0.0.1"}}) {
+    const std::string before = c.Dump();
+    Status s = c.SetText(key, text, Source::kFlag);
+    ASSERT_FALSE(s.ok()) << key << "=" << text;
+    EXPECT_NE(s.message().find(key), std::string::npos) << s.message();
+    EXPECT_EQ(c.Dump(), before) << key << "=" << text;
+  }
+  const std::string f = WriteFile("textkeys.toml", "[server]\nlisten = \"nowhere\"\n");
+  Status s = c.LoadFile(f);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("server.listen"), std::string::npos) << s.message();
   std::filesystem::remove(f);
 }
 
