@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Where one live session's CPU goes (issue 12: "use perf and name the top symbols"), next to a
+# standalone decode + encode at the same encoder settings, measured in one run.
+#   1. `veil bench` on the clip: CPU per frame of the standalone transcode (its bypass row);
+#   2. `veil serve` with one session of MODE from `veil load` (one viewer), and
+#      `perf record -F 999 -g` of the server process for PERF_S seconds in the middle of the stage;
+#   3. the server's samples by library (`perf report --pid`), and its CPU per frame from veil load.
+# Out: out/perf-session/ (bench.json, load/, perf.data, dso.txt). Needs linux-perf.
+# Env: MODE (anonymize), STAGE_SECONDS (30), PERF_S (12), BUILD_DIR (build).
+source "$(dirname "$0")/serve-lib.sh"
+out=out/perf-session
+mode=${MODE:-anonymize}
+mkdir -p "$out"
+input=$media/sample_720p30.ivf
+"$veil" bench "$input" --repeat 1 --json > "$out/bench.json"
+veil_serve "$out/serve" -- --set server.max_sessions=4
+trap 'kill $server 2>/dev/null || true' EXIT
+"$veil" load --server "$url" -i "$input" --stages 1 --stage-seconds "${STAGE_SECONDS:-30}" --warmup 5 \
+  --mode "$mode" --out "$out/load" > "$out/load.log" 2>&1 &
+load=$!
+sleep $(( (${STAGE_SECONDS:-30} - ${PERF_S:-12}) / 2 ))
+perf record -F 999 -g -o "$out/perf.data" -p "$server" -- sleep "${PERF_S:-12}" 2> /dev/null
+wait $load
+perf report -i "$out/perf.data" --pid "$server" --no-children --sort dso -g none --percentage relative 2> /dev/null |
+  grep -v '^#' | grep -v '^$' | head -15 > "$out/dso.txt"
+echo "== standalone (veil bench, one thread): CPU ms per frame"
+python3 -c "import json,sys; j=json.load(open('$out/bench.json')); print(json.dumps({k: j[k] for k in j if 'ms' in k or k=='ratio'}))"
+echo "== server, one $mode session (veil load)"
+grep -E '^\| ' "$out/load/load.md" | head -3
+echo "== server samples by library (perf, $(grep -c . "$out/dso.txt") rows)"
+cat "$out/dso.txt"
