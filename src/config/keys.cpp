@@ -68,6 +68,22 @@ Result<int> AutoOrInt(const std::string& t) {
 
 std::string IntOrAuto(int n) { return n == 0 ? "auto" : std::to_string(n); }
 
+// A key that is 'auto' (stored as 0) or a whole number of `unit` of at least 1, bound to an int
+// field; its upper bound is the stage's.
+template <typename F>
+KeySpec AutoKey(std::string key, std::string flag, std::string doc, std::string unit, F field) {
+  return TextKey(
+      std::move(key), std::move(flag), std::move(doc),
+      [field, unit](Settings& s, const std::string& t) -> Status {
+        auto n = AutoOrInt(t);
+        if (!n || (t != "auto" && *n < 1))
+          return Status::Error("must be 'auto' or a number of " + unit + " (0 is degenerate), got '" + t + "'");
+        field(s) = *n;
+        return Status::Ok();
+      },
+      [field](const Settings& s) { return IntOrAuto(field(const_cast<Settings&>(s))); });
+}
+
 // HOST:PORT with a port in [0, 65535].
 Status ParseHostPort(const std::string& t, std::string* host, int* port) {
   const auto colon = t.rfind(':');
@@ -142,28 +158,12 @@ const std::vector<KeySpec>& ConfigKeys() {
               [](const Settings& s) {
                 return std::to_string(s.privacy.detect_box.width) + "x" + std::to_string(s.privacy.detect_box.height);
               }),
-      TextKey("privacy.detect_every", "detect-every", "detect every N frames, or 'auto' (by detect_budget_ms)",
-              [](Settings& s, const std::string& t) -> Status {
-                auto n = AutoOrInt(t);
-                if (!n) return n.status();
-                if (t != "auto" && *n < 1) return Status::Error("must be 'auto' or at least 1, got '" + t + "'");
-                s.privacy.detect_every = *n;
-                return Status::Ok();
-              },
-              [](const Settings& s) { return IntOrAuto(s.privacy.detect_every); }),
+      AutoKey("privacy.detect_every", "detect-every", "detect every N frames, or 'auto' (by detect_budget_ms)", "frames", F(privacy.detect_every)),
       Key("privacy.detect_budget_ms", "detect-budget", "auto cadence: detection ms per frame to aim for", F(privacy.detect_budget_ms)),
       Key("privacy.max_age_ms", "max-age-ms", "older detection result -> whole-frame mosaic (fail-closed)", F(privacy.max_result_age_ms)),
       Key("privacy.scene_cut", "scene-cut", "a scene cut forces detection on that frame", F(privacy.scene_cut)),
       Key("privacy.scene_cut_threshold", "", "mean abs luma difference of 32x18 thumbnails that is a cut", F(privacy.scene_cut_threshold)),
-      TextKey("mosaic.cell", "cell", "'auto' (adapts to the face) or a fixed cell size in px",
-              [](Settings& s, const std::string& t) -> Status {
-                auto n = AutoOrInt(t);
-                if (!n) return n.status();
-                if (t != "auto" && *n == 0) return Status::Error("0 is degenerate: use 'auto' or a pixel count >= 4");
-                s.privacy.mosaic.fixed_cell = *n;
-                return Status::Ok();
-              },
-              [](const Settings& s) { return IntOrAuto(s.privacy.mosaic.fixed_cell); }),
+      AutoKey("mosaic.cell", "cell", "'auto' (adapts to the face) or a fixed cell size in px", "pixels", F(privacy.mosaic.fixed_cell)),
       Key("mosaic.cells_across", "cells-across", "adaptive mosaic: cells across a face", F(privacy.mosaic.cells_across)),
       Key("mosaic.min_cell", "min-cell", "adaptive mosaic: smallest cell, px", F(privacy.mosaic.min_cell)),
       Key("mosaic.full_cell", "full-cell", "cell of whole-frame mosaic (full_blur, fail-closed), px", F(privacy.mosaic.full_frame_cell)),
@@ -219,16 +219,7 @@ const std::vector<KeySpec>& ConfigKeys() {
                 return Status::Ok();
               },
               [](const Settings& s) { return std::string(s.server.any_viewer_host ? "any" : "loopback"); }),
-      TextKey("server.max_sessions", "max-sessions", "'auto' (as many as the measured capacity carries) or a fixed number of concurrent sessions; one more is refused with 503",
-              [](Settings& s, const std::string& t) -> Status {
-                auto n = AutoOrInt(t);
-                if (!n) return n.status();
-                if (t != "auto" && *n < 1)
-                  return Status::Error("server.max_sessions must be 'auto' or a number of sessions, got '" + t + "'");
-                s.server.max_sessions = *n;
-                return Status::Ok();
-              },
-              [](const Settings& s) { return IntOrAuto(s.server.max_sessions); }),
+      AutoKey("server.max_sessions", "max-sessions", "'auto' (as many as the measured capacity carries) or a fixed number of concurrent sessions; one more is refused with 503", "sessions", F(server.max_sessions)),
       Key("server.cores", "cores", "cores the capacity model counts on (0: the process's CPU affinity and cgroup quota)", F(server.cores)),
       Key("server.cpu_share", "cpu-share", "share of those cores sessions may take before new ones are refused (max_sessions = auto)", F(server.cpu_share)),
       Key("server.drain_timeout_s", "drain-timeout-s", "SIGTERM or POST /v1/drain: running sessions may go on this long, s (0: SIGTERM ends them at once)", F(server.drain_timeout_s)),

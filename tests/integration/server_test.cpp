@@ -456,7 +456,7 @@ TEST(Server, MalformedRequestsGetClearErrors) {
   EXPECT_NE(r.out.find("unknown config key 'server.listne'"), std::string::npos) << r.out;
   r = RunVeil("serve --max-sessions 0");
   EXPECT_EQ(r.rc, 2);
-  EXPECT_NE(r.out.find("server.max_sessions must be 'auto' or a number of sessions, got '0'"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("server.max_sessions (--max-sessions): must be 'auto' or a number of sessions (0 is degenerate), got '0'"), std::string::npos) << r.out;
   r = RunVeil("serve --listen 127.0.0.1:0 --max-batch 4 --print-config");
   EXPECT_EQ(r.rc, 0);
   EXPECT_NE(r.out.find("max_batch = 4  # flag"), std::string::npos) << r.out;
