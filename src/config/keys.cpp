@@ -38,7 +38,7 @@ KeySpec Key(std::string key, std::string flag, std::string doc, F field) {
     }
     return Status::Ok();
   };
-  k.get = [field](const Settings& s) { return Value(Stored(field(const_cast<Settings&>(s)))); };
+  k.get = [field](const Settings& s) { return Value(Stored(field(s))); };
   return k;
 }
 
@@ -81,7 +81,7 @@ KeySpec AutoKey(std::string key, std::string flag, std::string doc, std::string 
         field(s) = *n;
         return Status::Ok();
       },
-      [field](const Settings& s) { return IntOrAuto(field(const_cast<Settings&>(s))); });
+      [field](const Settings& s) { return IntOrAuto(field(s)); });
 }
 
 // HOST:PORT with a port in [0, 65535].
@@ -138,7 +138,8 @@ std::string FormatValue(const Value& v) {
 }
 
 const std::vector<KeySpec>& ConfigKeys() {
-#define F(path) [](Settings& s) -> auto& { return s.path; }
+// A field of the configuration, read through a const Settings and written through a mutable one.
+#define F(path) [](auto& s) -> auto& { return s.path; }
   static const std::vector<KeySpec> keys = {
       TextKey("privacy.mode", "mode", "anonymize | bypass | full_blur",
               [](Settings& s, const std::string& t) -> Status {
