@@ -288,7 +288,7 @@ struct Summary {
 // result; offline, `accuracy_test` bounds the same cadence misses (pixel leak
 // <= 2.05% of face-frames on the eval clip). These tests allow that share and
 // print every leak; a fault of the AI path (stall, failure) allows none.
-#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+#if !defined(VEIL_SANITIZED_BUILD)
 constexpr double kCadenceLeakShare = 0.02;
 #else
 constexpr double kCadenceLeakShare = 0.05;  // 2-10x slower: results arrive more frames later

@@ -353,7 +353,7 @@ TEST(Cluster, ThreeNodesOneEntryUrl) {
 // follows the 307s, the sessions spread by free slots, every node's figures come from its own
 // /metrics, and a session placed on another node shows no annotated face to its viewer.
 TEST(Cluster, LoadThroughTheEntryUrlSpreadsAndShowsNoFace) {
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#if defined(VEIL_SANITIZED_BUILD)
   GTEST_SKIP() << "media at full rate on three nodes: the optimized build's subject (ThreeNodesOneEntryUrl "
                   "covers the cluster code under the sanitizers)";
 #endif

@@ -345,8 +345,10 @@ TEST(Failover, NoHealthyTargetFailsClosedAndSaysWhy) {
   for (const FrameCheck& f : control->watch->checks())
     control_mosaic += f.grad < 0.2 || (f.Judgeable() && f.WholeFrameMosaic());
   EXPECT_EQ(control_mosaic, 0);
-#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+#if !defined(VEIL_SANITIZED_BUILD)
   EXPECT_EQ(mosaic, s.frames) << "without any AI target every frame is a whole-frame mosaic";
+#else
+  EXPECT_GT(mosaic, 0) << "sanitized: the rate is not the subject here, but whole-frame mosaics must arrive";
 #endif
   Reply st = server.Call("GET", "/v1/sessions/n/stats");
   EXPECT_GE(st.body["fail_closed_frames"].get<int>(), s.frames);

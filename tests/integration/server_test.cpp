@@ -56,10 +56,10 @@ TEST(Server, TwoPublishersGetEveryFacePixelatedAtFullRate) {
     const Summary all = Summarize(cs, 0, 1e300);
     std::printf("session %s: received %d frames, delivered %.3f of sent in steady state, %d faces checked, %d leaked\n",
                 w == &wa ? "alpha" : "beta", all.frames, ratio, all.faces, all.leaked);
-#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+#if !defined(VEIL_SANITIZED_BUILD)
     EXPECT_GE(ratio, 0.95) << "received frame rate more than 5% below the sent rate";
 #endif
-#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+#if !defined(VEIL_SANITIZED_BUILD)
     EXPECT_GT(all.faces, 100) << "the check had too few faces to mean anything";
 #else
     EXPECT_GT(all.faces, 30) << "the check had too few faces to mean anything";
@@ -130,7 +130,7 @@ TEST(Server, PrivacyModeSwitchesAtRuntime) {
   EXPECT_GE(bypass.leaked, bypass.faces * 8 / 10) << "bypass must leave faces as they are (the check can fail)";
   EXPECT_EQ(bypass.mosaic, 0);
   ASSERT_GT(blur.frames, 30);
-#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+#if !defined(VEIL_SANITIZED_BUILD)
   EXPECT_EQ(blur.mosaic, blur.frames) << "full_blur: every frame a whole-frame mosaic";
 #else
   // Sanitized, this test's own receiver falls behind and loses packets: the
@@ -200,7 +200,7 @@ TEST(Server, DetectionStallOrFailureNeverLeaksAFace) {
   ExpectOnlyCadenceLeaks(all, "the whole stream");
   ASSERT_GT(stalled.frames, 30);
   ASSERT_GT(failing.frames, 30);
-#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+#if !defined(VEIL_SANITIZED_BUILD)
   EXPECT_EQ(stalled.mosaic, stalled.frames) << "a stalled detector: whole-frame mosaic (fail-closed)";
   EXPECT_EQ(failing.mosaic, failing.frames) << "a failing detector: whole-frame mosaic (fail-closed)";
   EXPECT_LT(healed.wide_mosaic, healed.wide_frames / 4) << "recovered detection pixelates faces only";
@@ -533,7 +533,7 @@ TEST(Server, H264SessionsAndOpusPassThrough) {
   const double ratio = DeliveredRatio(*log, cs, t0 + 1000, t0 + 3800);
   const Summary all = Summarize(cs, 0, 1e300);
   std::printf("%d frames, delivered %.3f, %d faces, %d leaked\n", all.frames, ratio, all.faces, all.leaked);
-#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+#if !defined(VEIL_SANITIZED_BUILD)
   EXPECT_GE(ratio, 0.95);
 #endif
   EXPECT_GT(all.faces, 30);
@@ -547,7 +547,7 @@ TEST(Server, H264SessionsAndOpusPassThrough) {
     for (const FrameCheck& c : csb) std::printf("  bypass frame %d: %d of %d faces visible, grad %.2f\n", c.index, c.leaked, c.faces, c.grad);
   std::printf("h264 bypass: %d frames, delivered %.3f, %llu of %llu sent forwarded, %d of %d faces visible\n", bypass.frames,
               ratio_b, (unsigned long long)forwarded, (unsigned long long)sent_b, bypass.leaked, bypass.faces);
-#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+#if !defined(VEIL_SANITIZED_BUILD)
   EXPECT_GE(ratio_b, 0.95);
 #endif
   EXPECT_GT(forwarded, sent_b / 2) << "bypass forwards the publisher's H.264";
@@ -608,11 +608,11 @@ TEST(Server, GarbageRtpHurtsNoSession) {
   std::printf("good session delivered %.3f of sent while the other got garbage; bad session then received %d frames "
               "(decode errors %d)\n",
               ratio, bad_after.frames, st.body["decode_errors"].get<int>());
-#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+#if !defined(VEIL_SANITIZED_BUILD)
   EXPECT_GE(ratio, 0.95);
 #endif
   ExpectOnlyCadenceLeaks(Summarize(cg, 0, 1e300), "the good session");
-#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+#if !defined(VEIL_SANITIZED_BUILD)
   EXPECT_GT(bad_after.frames, 60) << "the session that got garbage must work once real video arrives";
 #else
   EXPECT_GT(bad_after.frames, 20) << "the session that got garbage must work once real video arrives";

@@ -277,12 +277,7 @@ TEST(WorkerProtocol, OversizedCallsAreRefusedAndNeverEvictOthers) {
   st = Infer(*w.stub, nine, &resp);  // the queue holds 8 here (inference.max_queue)
   EXPECT_EQ(st.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << st.error_message();
   EXPECT_NE(st.error_message().find("no room"), std::string::npos) << st.error_message();
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define VEIL_WORKER_TEST_SANITIZED 1
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || defined(VEIL_WORKER_TEST_SANITIZED)
+#if defined(VEIL_SANITIZED_BUILD)
   const auto bound = std::chrono::seconds(10);  // sanitized: several times slower everywhere
 #else
   const auto bound = std::chrono::seconds(3);

@@ -87,7 +87,7 @@ void LoopbackRoundTrip(VideoCodec codec) {
     ASSERT_TRUE((*tx)->Send(frames[i], base + uint32_t(i * 3000)).ok());
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#if defined(VEIL_SANITIZED_BUILD)
   // Sanitized builds are slow enough for the jitter buffer to drop late
   // packets; they check correctness of what arrives, not the rate.
   const size_t want = frames.size() / 2;
