@@ -1,6 +1,7 @@
 // veil eval: detector accuracy on annotated photos, and privacy (face-frame
 // leak rate, flicker) on a moving clip rendered from them.
 #include <memory>
+#include <string>
 
 #include <fmt/format.h>
 
@@ -118,6 +119,10 @@ void RegisterEval(CLI::App& app, int* rc) {
                    "whole-frame mosaic frames {} of {} judged\n",
                    100 * r->overblur_mean, 100 * r->overblur_p90, r->frames_overblur_gt50, r->mosaic_frames,
                    r->judged_frames);
+        std::string parts;
+        for (int k = 0; k < kOverblurParts; ++k)
+          parts.append(fmt::format("{}{} {:.2f}", k ? ", " : "", kOverblurPartNames[k], 100 * r->overblur_parts[size_t(k)]));
+        fmt::print("  over-blur by what destroyed it (points of the mean): {}\n", parts);
         fmt::print("  flicker: all {}, clear {};  fail-closed frames {}\n", r->flicker, r->clear_flicker,
                    r->fail_closed_frames);
         fmt::print("  cost per frame: detect {:.2f} ms, track {:.3f} ms, mosaic {:.3f} ms\n", r->ms_detect_per_frame,

@@ -11,6 +11,62 @@
 #include <opencv2/imgproc.hpp>
 
 namespace veil {
+namespace {
+nlohmann::json Parts(const std::array<double, kOverblurParts>& v) {
+  nlohmann::json j = nlohmann::json::object();
+  for (int k = 0; k < kOverblurParts; ++k) j[kOverblurPartNames[k]] = v[size_t(k)];
+  return j;
+}
+}  // namespace
+
+std::array<int64_t, kOverblurParts> SplitOverblur(const cv::Mat& destroyed, const FrameReport& rep,
+                                                  const std::vector<cv::Rect2d>& faces) {
+  std::array<int64_t, kOverblurParts> n{};
+  if (rep.origins.empty() && !rep.rects.empty()) {  // fail-closed or full_blur: one whole-frame rect
+    n[size_t(OverblurPart::kWholeFrame)] = cv::countNonZero(destroyed);
+    return n;
+  }
+  cv::Mat label(destroyed.size(), CV_8U, cv::Scalar(int(OverblurPart::kOutsideMasks)));
+  const cv::Rect frame(0, 0, label.cols, label.rows);
+  auto paint = [&](const Rect& r, OverblurPart p) {
+    const cv::Rect c = cv::Rect(r.x0, r.y0, r.x1 - r.x0, r.y1 - r.y0) & frame;
+    if (!c.empty()) label(c).setTo(int(p));
+  };
+  auto on_face = [&](const MaskOrigin& o) {
+    const double cx = 0.5 * (o.core.x0 + o.core.x1), cy = 0.5 * (o.core.y0 + o.core.y1);
+    for (const cv::Rect2d& f : faces)
+      if (cx >= f.x - 0.5 * f.width && cx <= f.x + 1.5 * f.width && cy >= f.y - 0.5 * f.height &&
+          cy <= f.y + 1.5 * f.height)
+        return true;
+    return false;
+  };
+  std::vector<char> face(rep.origins.size());
+  for (size_t i = 0; i < rep.origins.size(); ++i) face[i] = on_face(rep.origins[i]);
+  // Lowest precedence first: each later part overwrites the earlier ones. rects[i] is origins[i]'s.
+  for (size_t i = 0; i < rep.origins.size() && i < rep.rects.size(); ++i) {
+    const MaskOrigin& o = rep.origins[i];
+    if (!face[i] && o.confirmed && !o.matched) paint(rep.rects[i], OverblurPart::kStrayCoasting);
+  }
+  for (size_t i = 0; i < rep.origins.size() && i < rep.rects.size(); ++i)
+    if (!face[i] && !rep.origins[i].confirmed) paint(rep.rects[i], OverblurPart::kStrayUnconfirmed);
+  for (size_t i = 0; i < rep.origins.size() && i < rep.rects.size(); ++i) {
+    const MaskOrigin& o = rep.origins[i];
+    if (!face[i] && o.confirmed && o.matched) paint(rep.rects[i], OverblurPart::kStrayMatched);
+  }
+  for (size_t i = 0; i < rep.origins.size() && i < rep.rects.size(); ++i)
+    if (face[i]) paint(rep.rects[i], OverblurPart::kFaceMargin);
+  for (size_t i = 0; i < rep.origins.size(); ++i)
+    if (face[i]) paint(rep.origins[i].grown, OverblurPart::kFaceGrowth);
+  for (size_t i = 0; i < rep.origins.size(); ++i)
+    if (face[i]) paint(rep.origins[i].core, OverblurPart::kFaceBox);
+  for (int y = 0; y < destroyed.rows; ++y) {
+    const uint8_t* d = destroyed.ptr<uint8_t>(y);
+    const uint8_t* l = label.ptr<uint8_t>(y);
+    for (int x = 0; x < destroyed.cols; ++x)
+      if (d[x]) ++n[l[x]];
+  }
+  return n;
+}
 
 nlohmann::json MotionEvalResult::ToJson() const {
   return {{"frames", frames},
@@ -35,6 +91,7 @@ nlohmann::json MotionEvalResult::ToJson() const {
                      {"overblur_mean", overblur_mean},
                      {"overblur_p90", overblur_p90},
                      {"frames_overblur_gt50", frames_overblur_gt50},
+                     {"overblur_parts", Parts(overblur_parts)},
                      {"whole_frame_mosaic_frames", mosaic_frames},
                      {"whole_frame_mosaic_share", mosaic_frame_share()},
                      {"t_ssim", kLeakSsim}}}};
@@ -121,6 +178,10 @@ Result<MotionEvalResult> RunMotionEval(const std::vector<GtImage>& images, const
           all_faces.push_back({f.box.x * mo.s + mo.tx, f.box.y * mo.s + mo.ty, f.box.w * mo.s, f.box.h * mo.s});
         const FrameJudgement fj = JudgeFrame(master_y, out_y, all_faces);
         overblurs.push_back(fj.overblur);
+        if (fj.judged_pixels > 0) {
+          const auto parts = SplitOverblur(fj.destroyed, rep, all_faces);
+          for (int k = 0; k < kOverblurParts; ++k) r.overblur_parts[size_t(k)] += double(parts[size_t(k)]) / fj.judged_pixels;
+        }
         r.mosaic_frames += fj.whole_frame_mosaic();
         r.frames_overblur_gt50 += fj.overblur > 0.5;
         ++r.judged_frames;
@@ -170,6 +231,7 @@ Result<MotionEvalResult> RunMotionEval(const std::vector<GtImage>& images, const
     double sum = 0;
     for (double v : overblurs) sum += v;
     r.overblur_mean = sum / overblurs.size();
+    for (double& p : r.overblur_parts) p /= double(overblurs.size());
     std::sort(overblurs.begin(), overblurs.end());
     // numpy's default percentile: linear between the two nearest ranks.
     const double pos = 0.9 * (overblurs.size() - 1);

@@ -72,10 +72,9 @@ FrameJudgement JudgeFrame(const cv::Mat& master, const cv::Mat& processed, const
     if (!g.empty()) sel(g).setTo(0);
   }
   const int n = cv::countNonZero(sel);
-  if (n > 0) {
-    const cv::Mat destroyed = (s < kOverblurSsim) & sel;
-    j.overblur = double(cv::countNonZero(destroyed)) / n;
-  }
+  j.judged_pixels = n;
+  j.destroyed = (s < kOverblurSsim) & sel;
+  if (n > 0) j.overblur = double(cv::countNonZero(j.destroyed)) / n;
   // Whole-frame SSIM: textured pixels outside the faces grown by 10% per side; the plain mean
   // when under 1% of the frame is left.
   cv::Mat sel2 = textured.clone();

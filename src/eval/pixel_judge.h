@@ -34,6 +34,8 @@ double BestHalfSsim(const cv::Mat& master, const cv::Mat& processed, const cv::R
 struct FrameJudgement {
   double overblur = 0;     // share of textured non-face pixels destroyed (0..1)
   double frame_ssim = 1;   // SSIM over textured pixels outside the faces
+  int judged_pixels = 0;   // the over-blur's denominator: textured pixels outside the grown faces
+  cv::Mat destroyed;       // 255 where such a pixel was destroyed (the over-blur's numerator)
   bool whole_frame_mosaic() const { return frame_ssim < kMosaicFrameSsim; }
 };
 

@@ -218,6 +218,9 @@ FrameReport PrivacyStage::Process(Frame& f) {
       if (rect.empty()) continue;
       MosaicRect(f, rect, CellSizeFor(m.face_w, cfg_.mosaic));
       r.rects.push_back(rect);
+      // A track the newest detection matched has coasted no longer than the frames since it ran.
+      r.origins.push_back({MosaicRectFor(m.core, f.width, f.height), MosaicRectFor(m.box, f.width, f.height),
+                           m.coast <= frames_since_detect_, m.confirmed});
     }
     r.masks = int(r.rects.size());
   }

@@ -46,12 +46,22 @@ struct PrivacyConfig {
 
 Status Validate(const PrivacyConfig& c);
 
+// One per face mask a frame got, in the order of FrameReport::rects: the parts of the mask, so
+// that `veil eval` can say which part destroyed background (eval/motion_eval.h).
+struct MaskOrigin {
+  Rect core;     // the track's predicted box, before growth and margin
+  Rect grown;    // grown by the motion bound, before the margin
+  bool matched = false;    // the newest detection matched this track (it is not coasting without its face)
+  bool confirmed = false;  // born from a high score, or matched again since (not a lone low-score detection)
+};
+
 struct FrameReport {
   bool detected = false;      // detection ran on this frame
   bool fail_closed = false;   // whole frame pixelated for lack of a fresh result
   bool scene_cut = false;
   int masks = 0;
   std::vector<Rect> rects;    // pixelated rectangles (whole frame when fail-closed/full_blur)
+  std::vector<MaskOrigin> origins;  // one per rect of a face mask (none when fail-closed/full_blur)
   // ms_detect: sync, the detector's time on this frame; async, submit ->
   // result of the detection applied on this frame (-1 when none arrived).
   double ms_preprocess = 0, ms_detect = 0, ms_track = 0, ms_mosaic = 0;

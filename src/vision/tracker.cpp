@@ -169,7 +169,7 @@ std::vector<Mask> Tracker::Masks(int frame_w, int frame_h) const {
                               p_.max_growth * b.h);
     const Box m{b.x - gx, b.y - gy, b.w + 2 * gx, b.h + 2 * gy};
     if (m.x2() <= 0 || m.y2() <= 0 || m.x >= frame_w || m.y >= frame_h) continue;
-    out.push_back({m, b.w, t.id});
+    out.push_back({m, b.w, t.id, b, t.frames_since_update, t.confirmed});
   }
   return out;
 }

@@ -57,6 +57,11 @@ struct Mask {
   Box box;          // region to pixelate (before the mosaic margin)
   float face_w = 0; // estimated face width, for the mosaic cell size
   int64_t track_id = 0;
+  // Where it came from (veil eval splits over-blur by these): the track's own predicted box
+  // before any growth, frames since its last detection, and whether it is confirmed.
+  Box core;
+  int coast = 0;
+  bool confirmed = false;
 };
 
 class Tracker {

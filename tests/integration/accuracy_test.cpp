@@ -34,6 +34,12 @@ TEST(Accuracy, YuNetPhotosAndMovingClipAtDefaults) {
   EXPECT_LE(px["overblur_mean"].get<double>(), VEIL_OVERBLUR_MEAN_MAX) << px.dump(2);
   EXPECT_LE(px["overblur_p90"].get<double>(), VEIL_OVERBLUR_P90_MAX) << px.dump(2);
   EXPECT_LE(px["whole_frame_mosaic_share"].get<double>(), VEIL_WHOLE_FRAME_SHARE_MAX) << px.dump(2);
+  // Over-blur split by what destroyed it (eval/motion_eval.h): the parts add up to the mean, and
+  // no frame failed closed, so none of it is a whole-frame mosaic.
+  double parts = 0;
+  for (const auto& [part, v] : px["overblur_parts"].items()) parts += v.get<double>();
+  EXPECT_NEAR(parts, px["overblur_mean"].get<double>(), 1e-9) << px.dump(2);
+  EXPECT_EQ(px["overblur_parts"]["whole_frame"].get<double>(), 0.0) << px.dump(2);
 }
 
 }  // namespace

@@ -33,6 +33,54 @@ TEST(Coverage, UnionOfRectangles) {
   EXPECT_DOUBLE_EQ(CoveredFraction(face, {Rect{500, 500, 600, 600}}), 0.0);
 }
 
+// Over-blur split by what destroyed it: each destroyed pixel goes to the first part that covers
+// it, areas counted by hand.
+TEST(Overblur, EachDestroyedPixelGoesToTheFirstPartCoveringIt) {
+  cv::Mat destroyed(100, 200, CV_8U, cv::Scalar(255));
+  destroyed(cv::Rect(150, 0, 50, 100)).setTo(0);  // the right quarter is intact: counted nowhere
+  const std::vector<cv::Rect2d> faces = {{20, 20, 20, 20}};  // grown by 50%: x and y in [10, 50]
+  FrameReport rep;
+  // On the face: core 20x20 in grown 30x30 in a 40x40 rect.
+  rep.rects.push_back({10, 10, 50, 50});
+  rep.origins.push_back({Rect{20, 20, 40, 40}, Rect{15, 15, 45, 45}, /*matched=*/true, /*confirmed=*/true});
+  // A coasting stray (centre x 55, off the face) overlapping the face's rect: the overlap is the face's.
+  rep.rects.push_back({40, 20, 70, 40});
+  rep.origins.push_back({Rect{40, 20, 70, 40}, Rect{40, 20, 70, 40}, false, true});
+  // A lone low-score stray reaching past the frame's right edge (clipped), mostly in the intact quarter,
+  rep.rects.push_back({140, 60, 260, 80});
+  rep.origins.push_back({Rect{140, 60, 260, 80}, Rect{140, 60, 260, 80}, true, false});
+  // ...under a matched stray that overlaps it by x 140..145: the matched one comes first.
+  rep.rects.push_back({100, 60, 145, 80});
+  rep.origins.push_back({Rect{100, 60, 145, 80}, Rect{100, 60, 145, 80}, true, true});
+  const auto n = SplitOverblur(destroyed, rep, faces);
+  EXPECT_EQ(n[size_t(OverblurPart::kFaceBox)], 20 * 20);
+  EXPECT_EQ(n[size_t(OverblurPart::kFaceGrowth)], 30 * 30 - 20 * 20);
+  EXPECT_EQ(n[size_t(OverblurPart::kFaceMargin)], 40 * 40 - 30 * 30);
+  EXPECT_EQ(n[size_t(OverblurPart::kStrayCoasting)], 30 * 20 - 10 * 20);  // less x 40..50, the face's rect
+  EXPECT_EQ(n[size_t(OverblurPart::kStrayMatched)], 45 * 20);
+  EXPECT_EQ(n[size_t(OverblurPart::kStrayUnconfirmed)], 5 * 20);  // x 145..150: the rest is intact or matched
+  EXPECT_EQ(n[size_t(OverblurPart::kWholeFrame)], 0);
+  int64_t total = 0;
+  for (int64_t v : n) total += v;
+  EXPECT_EQ(total, 150 * 100) << "every destroyed pixel is counted once";
+  EXPECT_EQ(n[size_t(OverblurPart::kOutsideMasks)], 150 * 100 - 3000);
+
+  // Without the annotated face, its mask is a stray one the newest detection matched.
+  const auto none = SplitOverblur(destroyed, rep, {});
+  EXPECT_EQ(none[size_t(OverblurPart::kFaceBox)] + none[size_t(OverblurPart::kFaceGrowth)] +
+                none[size_t(OverblurPart::kFaceMargin)],
+            0);
+  EXPECT_EQ(none[size_t(OverblurPart::kStrayMatched)], 40 * 40 + 45 * 20);
+  EXPECT_EQ(none[size_t(OverblurPart::kStrayCoasting)], 30 * 20 - 10 * 20);
+
+  FrameReport closed;  // fail-closed: one whole-frame rect, no face masks
+  closed.fail_closed = true;
+  closed.rects.push_back({0, 0, 200, 100});
+  const auto c = SplitOverblur(destroyed, closed, faces);
+  EXPECT_EQ(c[size_t(OverblurPart::kWholeFrame)], 150 * 100);
+  EXPECT_EQ(c[size_t(OverblurPart::kOutsideMasks)], 0);
+}
+
 TEST(Motion, FacesMoveAboutOneAndAHalfPixelsPerFrame) {
   // Mean displacement of points spread over the photo, over several shots.
   const cv::Size photo(1024, 768), canvas(1280, 720);
