@@ -22,6 +22,8 @@ Status Validate(const TrackerParams& p) {
       p.tentative_frames > p.max_coast_frames)
     return Status::Error("tracker needs 0 <= tentative_frames <= max_coast_frames <= 600");
   if (p.confirm_hits < 1 || p.confirm_hits > 100) return Status::Error("tracker confirm_hits in [1, 100]");
+  if (!(p.large_share >= 0.f && p.large_share <= 1.f) || p.large_misses < 1 || p.large_misses > 100)
+    return Status::Error("tracker needs large_share in [0, 1] (0: off) and large_misses in [1, 100]");
   if (!(p.growth_base >= 0.f && p.growth_base <= 1.f) || !(p.growth_per_frame >= 0.f && p.growth_per_frame <= 1.f) ||
       !(p.speed_share >= 0.f && p.speed_share <= 10.f) || !(p.max_growth >= 0.f && p.max_growth <= 5.f))
     return Status::Error(
@@ -86,6 +88,7 @@ void Tracker::Correct(Track& t, const Detection& d) {
   t.h.Update(h, rh);
   t.score = d.score;
   t.frames_since_update = 0;
+  t.misses = 0;
   t.prior_shot = false;
   if (++t.hits >= p_.confirm_hits) t.confirmed = true;
 }
@@ -141,6 +144,8 @@ void Tracker::Update(const Detections& dets, int age_frames) {
   };
   const std::vector<int> new_high = match(high, p_.match_iou);
   const std::vector<int> new_low = match(low, p_.low_match_iou);
+  for (size_t t = 0; t < tracks_.size(); ++t)
+    if (!track_used[t]) ++tracks_[t].misses;
   for (size_t t = tracks_.size(); t-- > 0;)
     if (tracks_[t].prior_shot && !track_used[t]) tracks_.erase(tracks_.begin() + long(t));
   const size_t born = tracks_.size();
@@ -160,6 +165,8 @@ std::vector<Mask> Tracker::Masks(int frame_w, int frame_h) const {
   out.reserve(tracks_.size());
   for (const auto& t : tracks_) {
     const Box b = t.box();
+    const bool large = p_.large_share > 0 && std::min(b.w, b.h) > p_.large_share * float(std::min(frame_w, frame_h));
+    if (large && t.misses >= p_.large_misses) continue;
     const float n = float(t.frames_since_update);
     // The centre drifts by the speed, and the half-size by half its rate of change.
     const float vx = std::abs(t.cx.v) + 0.5f * std::abs(t.w.v), vy = std::abs(t.cy.v) + 0.5f * std::abs(t.h.v);

@@ -27,6 +27,14 @@ struct TrackerParams {
   float growth_per_frame = 0.02f; // fraction of the box per side per frame since the last detection
   float speed_share = 0.5f;       // ...or this share of the measured speed, when larger
   float max_growth = 1.0f;        // never more than this fraction of the box per side
+  // A large box (its smaller side over large_share of the frame's smaller side) is not masked
+  // while the last large_misses detections in a row have not seen it: a large face is one the
+  // detector usually keeps finding, so a large track it stopped seeing is more often a false
+  // positive gone or a face that left than a face still there. The track lives on, and is masked
+  // again when a detection matches it. Off by default (0): it costs leak on a large face the
+  // detector finds only now and then (docs/privacy.md, "What destroys the background").
+  float large_share = 0.f;
+  int large_misses = 2;
 };
 
 Status Validate(const TrackerParams& p);
@@ -48,6 +56,7 @@ struct Track {
   float score = 0;
   int hits = 0;
   int frames_since_update = 0;
+  int misses = 0;  // detections in a row that did not match this track
   bool confirmed = false;
   bool prior_shot = false;  // born before the last scene cut and not matched since
   Box box() const { return {cx.x - w.x / 2, cy.x - h.x / 2, w.x, h.x}; }

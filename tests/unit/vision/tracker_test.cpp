@@ -22,6 +22,43 @@ TEST(Tracker, BirthFromHighScoreAndMaskCoversDetection) {
   EXPECT_NEAR(m[0].face_w, 60, 1);
 }
 
+// With tracker.large_share 0.2, a large box (smaller side over 0.2 of 720 = 144 px) is not masked
+// while the last 2 detections in a row missed it; a small one coasts as before. Off by default.
+TEST(Tracker, ALargeBoxLosesItsMaskWhileDetectionsMissIt) {
+  TrackerParams on;
+  on.large_share = 0.2f;
+  Tracker u(on);
+  u.Predict();
+  u.Update({{At(400, 200, 300), 0.9f}, {At(900, 200, 60), 0.9f}});
+  ASSERT_EQ(u.Masks(1280, 720).size(), 2u);
+  u.Predict();
+  u.Update({});  // one detection misses both: both still masked
+  EXPECT_EQ(u.Masks(1280, 720).size(), 2u);
+  u.Predict();
+  u.Update({});  // two in a row: the large one loses its mask, but its track lives on
+  auto m = u.Masks(1280, 720);
+  ASSERT_EQ(m.size(), 1u);
+  EXPECT_NEAR(m[0].face_w, 60, 1) << "the small one coasts";
+  ASSERT_EQ(u.tracks().size(), 2u);
+  u.Predict();
+  u.Update({{At(400, 200, 300), 0.9f}});  // found again: the same track, masked again
+  m = u.Masks(1280, 720);
+  ASSERT_EQ(m.size(), 2u);
+  EXPECT_EQ(u.tracks().size(), 2u);
+  EXPECT_EQ(u.tracks()[0].misses, 0);
+
+  Tracker v;  // the default: no rule, a large box coasts like any other
+  v.Predict();
+  v.Update({{At(400, 200, 300), 0.9f}});
+  for (int k = 0; k < 3; ++k) {
+    v.Predict();
+    v.Update({});
+  }
+  EXPECT_EQ(v.Masks(1280, 720).size(), 1u);
+  on.large_misses = 0;
+  EXPECT_FALSE(Validate(on));
+}
+
 TEST(Tracker, CoastsOnVelocityAndMaskGrowsWithUncertainty) {
   Tracker t;
   float x = 100;
