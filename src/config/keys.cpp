@@ -176,7 +176,7 @@ const std::vector<KeySpec>& ConfigKeys() {
       Key("tracker.growth_base", "", "a mask grows by this fraction of the face per side", F(privacy.tracker.growth_base)),
       Key("tracker.growth_per_frame", "", "...plus this fraction per frame since the face's last detection", F(privacy.tracker.growth_per_frame)),
       Key("tracker.large_share", "", "a face whose box's smaller side passes this share of the frame's smaller side is 'large' (0: no rule)", F(privacy.tracker.large_share)),
-      Key("tracker.large_misses", "", "...and is masked once confirmed, until this many detections in a row miss it", F(privacy.tracker.large_misses)),
+      Key("tracker.large_misses", "", "...and is not masked while this many detections in a row miss it", F(privacy.tracker.large_misses)),
       Key("detector.family", "detector", "yunet | ultraface", F(detector.family)),
       Key("detector.model", "model", "model file (default: $VEIL_MODEL_DIR, data dir, assets, embedded)", F(detector.model_path)),
       Key("detector.model_sha256", "model-sha256", "accept a model file with this sha256 (custom models)", F(detector.model_sha256)),
