@@ -32,32 +32,33 @@ std::array<int64_t, kOverblurParts> SplitOverblur(const cv::Mat& destroyed, cons
     const cv::Rect c = cv::Rect(r.x0, r.y0, r.x1 - r.x0, r.y1 - r.y0) & frame;
     if (!c.empty()) label(c).setTo(int(p));
   };
+  // On a face: the box's centre lies in an annotated face grown as over-blur grows it (the
+  // region over-blur leaves out).
   auto on_face = [&](const MaskOrigin& o) {
     const double cx = 0.5 * (o.core.x0 + o.core.x1), cy = 0.5 * (o.core.y0 + o.core.y1);
     for (const cv::Rect2d& f : faces)
-      if (cx >= f.x - 0.5 * f.width && cx <= f.x + 1.5 * f.width && cy >= f.y - 0.5 * f.height &&
-          cy <= f.y + 1.5 * f.height)
+      if (std::abs(cx - (f.x + 0.5 * f.width)) <= (0.5 + kOverblurGrow) * f.width &&
+          std::abs(cy - (f.y + 0.5 * f.height)) <= (0.5 + kOverblurGrow) * f.height)
         return true;
     return false;
   };
-  std::vector<char> face(rep.origins.size());
-  for (size_t i = 0; i < rep.origins.size(); ++i) face[i] = on_face(rep.origins[i]);
-  // Lowest precedence first: each later part overwrites the earlier ones. rects[i] is origins[i]'s.
-  for (size_t i = 0; i < rep.origins.size() && i < rep.rects.size(); ++i) {
-    const MaskOrigin& o = rep.origins[i];
-    if (!face[i] && o.confirmed && !o.matched) paint(rep.rects[i], OverblurPart::kStrayCoasting);
-  }
-  for (size_t i = 0; i < rep.origins.size() && i < rep.rects.size(); ++i)
-    if (!face[i] && !rep.origins[i].confirmed) paint(rep.rects[i], OverblurPart::kStrayUnconfirmed);
-  for (size_t i = 0; i < rep.origins.size() && i < rep.rects.size(); ++i) {
-    const MaskOrigin& o = rep.origins[i];
-    if (!face[i] && o.confirmed && o.matched) paint(rep.rects[i], OverblurPart::kStrayMatched);
-  }
-  for (size_t i = 0; i < rep.origins.size() && i < rep.rects.size(); ++i)
+  auto stray_part = [](const MaskOrigin& o) {
+    return !o.confirmed ? OverblurPart::kStrayUnconfirmed
+           : o.matched  ? OverblurPart::kStrayMatched
+                        : OverblurPart::kStrayCoasting;
+  };
+  const size_t masks = std::min(rep.origins.size(), rep.rects.size());  // rects[i] is origins[i]'s
+  std::vector<char> face(masks);
+  for (size_t i = 0; i < masks; ++i) face[i] = on_face(rep.origins[i]);
+  // Lowest precedence first: each later part overwrites the earlier ones.
+  for (OverblurPart p : {OverblurPart::kStrayCoasting, OverblurPart::kStrayUnconfirmed, OverblurPart::kStrayMatched})
+    for (size_t i = 0; i < masks; ++i)
+      if (!face[i] && stray_part(rep.origins[i]) == p) paint(rep.rects[i], p);
+  for (size_t i = 0; i < masks; ++i)
     if (face[i]) paint(rep.rects[i], OverblurPart::kFaceMargin);
-  for (size_t i = 0; i < rep.origins.size(); ++i)
+  for (size_t i = 0; i < masks; ++i)
     if (face[i]) paint(rep.origins[i].grown, OverblurPart::kFaceGrowth);
-  for (size_t i = 0; i < rep.origins.size(); ++i)
+  for (size_t i = 0; i < masks; ++i)
     if (face[i]) paint(rep.origins[i].core, OverblurPart::kFaceBox);
   for (int y = 0; y < destroyed.rows; ++y) {
     const uint8_t* d = destroyed.ptr<uint8_t>(y);
