@@ -20,11 +20,9 @@ The clip must have been made by make_clip.py with the same FACES_DIR, --seed, --
 --seconds-per-photo (the script checks that its filtered boxes reproduce gt.csv).
 """
 import argparse
-import csv
 import json
 import os
 import sys
-from collections import defaultdict
 
 import numpy as np
 
@@ -42,48 +40,15 @@ ap.add_argument("--json", help="write the per-frame figures here")
 a = ap.parse_intermixed_args()
 if a.step < 1 or a.photos < 1 or a.seconds_per_photo <= 0:
     sys.exit("--step, --photos and --seconds-per-photo must be positive")
-sys.path.insert(0, a.leakcheck)
-import cv2  # noqa: E402
-from common import FPS, H, W, int_box, load_gt, pixelate, read_frames  # noqa: E402  (leakcheck's own)
-from make_clip import camera_path, map_box  # noqa: E402
+sys.path.insert(0, here)
+from leakcheck_faces import every_face, import_leakcheck  # noqa: E402
+
+import_leakcheck(a.leakcheck)
+from common import H, W, int_box, load_gt, pixelate, read_frames  # noqa: E402  (leakcheck's own)
 from score import overblur  # noqa: E402
 
-# Every face box of every frame, as make_clip.py places them, before its filter.
-faces = defaultdict(list)
-with open(os.path.join(a.faces, "ground_truth.csv")) as f:
-    for r in csv.DictReader(f):
-        faces[r["image"]].append(r)
-images = sorted(faces)
-picks = [images[i] for i in np.linspace(0, len(images) - 1, min(a.photos, len(images))).round().astype(int)]
-n = int(round(a.seconds_per_photo * FPS))
-all_boxes = []   # per frame: every face in the picture (clipped to the frame, as leakcheck clips)
-kept = []        # per frame: the boxes make_clip.py keeps, to check against gt.csv
-for k, name in enumerate(picks):
-    img = cv2.imread(os.path.join(a.faces, name))
-    if img is None:
-        sys.exit(f"cannot read {name}")
-    rng = np.random.default_rng([a.seed, k])
-    valid = [[float(r[c]) for c in "xywh"] for r in faces[name] if r["invalid"] == "0"]
-    aim = (np.average([(x + w / 2, y + h / 2) for x, y, w, h in valid], axis=0,
-                      weights=[w * h for _, _, w, h in valid]) if valid
-           else (img.shape[1] / 2, img.shape[0] / 2))
-    for s, tx, ty in camera_path(img.shape[1], img.shape[0], n, rng, aim):
-        here_all, here_kept = [], []
-        for r in faces[name]:
-            x, y, w, h = map_box(*(float(r[c]) for c in "xywh"), s, tx, ty)
-            x0, y0, x1, y1 = max(x, 0), max(y, 0), min(x + w, W), min(y + h, H)
-            if w <= 0 or h <= 0 or x1 <= x0 or y1 <= y0:
-                continue
-            here_all.append((x, y, w, h))
-            if r["invalid"] == "0" and (x1 - x0) * (y1 - y0) >= 0.9 * w * h:
-                here_kept.append((x0, y0, x1 - x0, y1 - y0))
-        all_boxes.append(here_all)
-        kept.append(here_kept)
-
+all_boxes = every_face(a.clip, a.faces, a.seed, a.photos, a.seconds_per_photo)
 gt = load_gt(a.clip)
-mismatch = sum(len(gt.get(f, [])) != len(kept[f]) for f in range(len(kept)))
-if mismatch:
-    sys.exit(f"{mismatch} frames' boxes differ from {a.clip}/gt.csv: wrong --seed, --photos or FACES_DIR?")
 
 
 def clipped(boxes):

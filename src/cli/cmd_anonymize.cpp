@@ -17,6 +17,7 @@ void RegisterAnonymize(CLI::App& app, int* rc) {
     int64_t max_frames = 0;
     bool json = false;
     std::string metrics_file;
+    std::string masks_csv;
   };
   auto o = std::make_shared<Opts>();
   CLI::App* sub = app.add_subcommand("anonymize", "Pixelate every face in a video file");
@@ -27,6 +28,8 @@ void RegisterAnonymize(CLI::App& app, int* rc) {
   sub->add_flag("--json", o->json, "Print the summary as JSON on stdout");
   sub->add_option("--metrics-file", o->metrics_file,
                   "Also write the figures in Prometheus text format to this file (textfile collector)");
+  sub->add_option("--masks-csv", o->masks_csv,
+                  "Also write every pixelated rectangle, per frame, with the track behind it, to this CSV");
   sub->callback([o, rc] {
     auto cfg = Resolve(o->config);
     if (!cfg) return Fail(rc, 2, cfg.error());
@@ -47,9 +50,26 @@ void RegisterAnonymize(CLI::App& app, int* rc) {
     jc.encoder = cfg->encoder;
     jc.reader.decoder_threads = cfg->decode_threads;
     jc.max_frames = o->max_frames;
+    std::ofstream masks;
+    if (!o->masks_csv.empty()) {
+      masks.open(o->masks_csv);
+      if (!masks) return Fail(rc, 2, "cannot write " + o->masks_csv);
+      masks << kMasksCsvHeader;
+      jc.on_frame = [&masks](int64_t frame, const FrameReport& r) { masks << MasksCsvRows(frame, r); };
+    }
     if (!o->json && det) fmt::print(stderr, "veil: detector {} ({})\n", det->name(), source);
     auto res = RunOfflineJob(jc, det.get(), o->json ? ProgressFn{} : TerminalProgress());
-    if (!res) return Fail(rc, 1, res.error());
+    if (!res) {
+      if (masks.is_open()) {
+        masks.close();
+        std::remove(o->masks_csv.c_str());  // no half a record of a job that wrote no output
+      }
+      return Fail(rc, 1, res.error());
+    }
+    if (masks.is_open()) {
+      masks.close();
+      if (!masks) return Fail(rc, 1, "writing " + o->masks_csv + " failed");
+    }
     if (o->json) {
       fmt::print("{}\n", SummaryJson(*res).dump(2));
     } else {

@@ -104,4 +104,29 @@ ProgressFn TerminalProgress() {
   };
 }
 
+const char kMasksCsvHeader[] =
+    "frame,x,y,w,h,kind,confirmed,core_x,core_y,core_w,core_h,grown_x,grown_y,grown_w,grown_h\n";
+
+std::string MasksCsvRows(int64_t frame, const FrameReport& r) {
+  std::string out;
+  auto rect = [&](const Rect& b) { out.append(fmt::format("{},{},{},{}", b.x0, b.y0, b.width(), b.height())); };
+  for (size_t i = 0; i < r.rects.size(); ++i) {
+    out.append(fmt::format("{},", frame));
+    rect(r.rects[i]);
+    if (r.origins.empty()) {  // fail-closed or full_blur: the whole frame, no track behind it
+      out.append(",whole_frame,,,,,,,,,\n");
+      continue;
+    }
+    if (i >= r.origins.size()) break;
+    const MaskOrigin& o = r.origins[i];
+    out.append(o.matched ? ",matched," : ",coasting,");
+    out.append(o.confirmed ? "1," : "0,");
+    rect(o.core);
+    out.push_back(',');
+    rect(o.grown);
+    out.push_back('\n');
+  }
+  return out;
+}
+
 }  // namespace veil::cli

@@ -87,6 +87,7 @@ Result<JobSummary> RunOfflineJob(const JobConfig& cfg, Detector* detector, const
     FramePtr& frame = std::get<FramePtr>(item);
     sum.decode.Add(NowMs() - t0);
     const FrameReport rep = stage.Process(*frame);
+    if (cfg.on_frame) cfg.on_frame(sum.frames, rep);
     sum.preprocess.Add(rep.ms_preprocess);
     sum.detect.Add(rep.ms_detect);
     sum.track.Add(rep.ms_track);

@@ -17,6 +17,9 @@ struct JobConfig {
   EncoderOptions encoder;
   ReaderOptions reader;
   int64_t max_frames = 0;  // 0 = all
+  // Called with each frame's index and what the privacy stage did to it, before the frame is
+  // encoded (`veil anonymize --masks-csv`). Optional.
+  std::function<void(int64_t frame, const FrameReport&)> on_frame;
 };
 
 struct JobSummary {

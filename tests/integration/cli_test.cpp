@@ -140,6 +140,81 @@ TEST(Cli, AnonymizeLeavesNoClearFaceVisibleByGroundTruth) {
   std::filesystem::remove(out);
 }
 
+// `--masks-csv` says what was pixelated, and the pixels agree: leakcheck's over-blur criterion
+// (local SSIM < 0.3 against the lossless master, on textured pixels) finds the destroyed pixels
+// of the output inside the listed rectangles, and the listed rectangles destroyed.
+TEST(Cli, MasksCsvListsWhatThePixelsShowIsPixelated) {
+  const std::string dir = Media("leakcheck");
+  const test::GroundTruthClip clip = test::LoadGroundTruthClip(dir, 90);
+  ASSERT_TRUE(clip.ok()) << dir << ": scripts/make-test-media.sh makes it";
+  const std::string out = test::TempPath("masks.ivf"), csv = test::TempPath("masks.csv");
+  auto r = RunVeil("anonymize " + dir + "/input.ivf -o " + out + " --max-frames 90 --masks-csv " + csv);
+  ASSERT_EQ(r.rc, 0) << r.out;
+  std::ifstream in(csv);
+  std::string line;
+  ASSERT_TRUE(std::getline(in, line));
+  EXPECT_EQ(line, "frame,x,y,w,h,kind,confirmed,core_x,core_y,core_w,core_h,grown_x,grown_y,grown_w,grown_h");
+  std::map<int, std::vector<cv::Rect>> rects;
+  int rows = 0, whole = 0, coasting = 0;
+  while (std::getline(in, line)) {
+    std::stringstream ss(line);
+    std::string v[15];
+    for (auto& x : v) std::getline(ss, x, ',');
+    ASSERT_TRUE(v[5] == "matched" || v[5] == "coasting" || v[5] == "whole_frame") << line;
+    const cv::Rect b(std::stoi(v[1]), std::stoi(v[2]), std::stoi(v[3]), std::stoi(v[4]));
+    if (v[5] == "whole_frame") {
+      ++whole;
+      EXPECT_EQ(b, cv::Rect(0, 0, 1280, 720)) << line;
+      EXPECT_TRUE(v[6].empty() && v[7].empty()) << line;
+    } else {
+      coasting += v[5] == "coasting";
+      EXPECT_TRUE(v[6] == "0" || v[6] == "1") << line;
+      const cv::Rect core(std::stoi(v[7]), std::stoi(v[8]), std::stoi(v[9]), std::stoi(v[10]));
+      const cv::Rect grown(std::stoi(v[11]), std::stoi(v[12]), std::stoi(v[13]), std::stoi(v[14]));
+      EXPECT_EQ(grown & core, core & cv::Rect(0, 0, 1280, 720)) << "the grown box holds the core: " << line;
+    }
+    rects[std::stoi(v[0])].push_back(b);
+    ++rows;
+  }
+  std::printf("masks.csv: %d rows in %zu frames (%d whole-frame, %d coasting)\n", rows, rects.size(), whole, coasting);
+  EXPECT_GE(rects.size(), 80u) << "the clip has faces in every shot";
+  auto rd = MediaReader::Open(out);
+  ASSERT_TRUE(rd.ok()) << rd.error();
+  int64_t inside = 0, inside_destroyed = 0, destroyed = 0, destroyed_outside = 0;
+  for (int i = 0; i < 90; ++i) {
+    ReadItem it = (*rd)->Next();
+    ASSERT_FALSE(std::holds_alternative<EndOfStream>(it)) << "frame " << i;
+    auto* f = std::get_if<FramePtr>(&it);
+    ASSERT_TRUE(f);
+    if (i % 3) continue;
+    const cv::Mat y((*f)->height, (*f)->width, CV_8UC1, (*f)->y.data, size_t((*f)->y.stride));
+    const FrameJudgement j = JudgeFrame(clip.master[size_t(i)], y, {});  // every textured pixel judged
+    cv::Mat listed(y.size(), CV_8U, cv::Scalar(0)), near(y.size(), CV_8U, cv::Scalar(0));
+    for (const cv::Rect& b : rects[i]) {
+      listed(b & cv::Rect(0, 0, y.cols, y.rows)).setTo(255);
+      // the SSIM window (11x11) reaches 5 px past a mosaic's edge; cells may round 2 px more
+      near(cv::Rect(b.x - 8, b.y - 8, b.width + 16, b.height + 16) & cv::Rect(0, 0, y.cols, y.rows)).setTo(255);
+    }
+    cv::Mat textured;  // the judge's denominator with no faces: destroyed or not, local std >= 10
+    cv::Mat m32, m2, mu;
+    clip.master[size_t(i)].convertTo(m32, CV_32F);
+    cv::GaussianBlur(m32, mu, {11, 11}, 1.5);
+    cv::GaussianBlur(m32.mul(m32), m2, {11, 11}, 1.5);
+    textured = (m2 - mu.mul(mu)) >= float(kTextureStd * kTextureStd);
+    destroyed += cv::countNonZero(j.destroyed);
+    destroyed_outside += cv::countNonZero(j.destroyed & ~near);
+    inside += cv::countNonZero(textured & listed);
+    inside_destroyed += cv::countNonZero(j.destroyed & listed);
+  }
+  std::printf("destroyed pixels %lld, outside the listed rectangles %lld; textured pixels inside %lld, destroyed %lld\n",
+              (long long)destroyed, (long long)destroyed_outside, (long long)inside, (long long)inside_destroyed);
+  EXPECT_GT(destroyed, 0);
+  EXPECT_LE(destroyed_outside, destroyed / 100) << "pixels destroyed where the CSV lists no rectangle";
+  EXPECT_GE(inside_destroyed, inside * 6 / 10) << "listed rectangles that the output did not pixelate";
+  std::filesystem::remove(out);
+  std::filesystem::remove(csv);
+}
+
 TEST(Cli, WritesPrometheusMetricsFile) {
   const std::string out = test::TempPath("m.ivf"), prom = test::TempPath("veil.prom");
   auto r = RunVeil("anonymize " + Media("sample_720p30.ivf") + " -o " + out + " --max-frames 30 --metrics-file " + prom);
@@ -321,6 +396,7 @@ TEST(Cli, BadInputsAreClearErrors) {
       {"anonymize " + in + " -o " + out + " --model " + Media("sample.y4m"), "sha256", 2},
       {"anonymize " + in + " -o /tmp/x.avi", "output format", 1},
       {"anonymize " + in + " -o " + out + " --mode blurry", "blurry", 2},
+      {"anonymize " + in + " -o " + out + " --masks-csv /nonexistent/dir/masks.csv", "cannot write", 2},
       {"anonymize " + in + " -o " + out + " --set mosaic.pixel_size=1", "mosaic.pixel_size", 2},
       {"anonymize " + in + " -o " + out + " --min-cell eight", "mosaic.min_cell", 2},
       {"anonymize " + in + " -o " + out + " --unknown-flag", "unknown-flag", 109},
