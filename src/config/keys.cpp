@@ -173,6 +173,7 @@ const std::vector<KeySpec>& ConfigKeys() {
       Key("tracker.score", "score", "detection score that starts a track", F(privacy.tracker.high_score)),
       Key("tracker.low_score", "low-score", "lowest detection score kept (matched to tracks, masked)", F(privacy.tracker.low_score)),
       Key("tracker.max_coast", "max-coast", "frames a track survives without a detection", F(privacy.tracker.max_coast_frames)),
+      Key("tracker.weak_coast", "", "...or this many, when no detection of it reached tracker.score", F(privacy.tracker.weak_coast_frames)),
       Key("tracker.growth_base", "", "a mask grows by this fraction of the face per side", F(privacy.tracker.growth_base)),
       Key("tracker.growth_per_frame", "", "...plus this fraction per frame since the face's last detection", F(privacy.tracker.growth_per_frame)),
       Key("tracker.large_share", "", "a face whose box's smaller side passes this share of the frame's smaller side is 'large' (0: no rule)", F(privacy.tracker.large_share)),

@@ -21,6 +21,8 @@ Status Validate(const TrackerParams& p) {
   if (p.max_coast_frames < 0 || p.max_coast_frames > 600 || p.tentative_frames < 0 ||
       p.tentative_frames > p.max_coast_frames)
     return Status::Error("tracker needs 0 <= tentative_frames <= max_coast_frames <= 600");
+  if (p.weak_coast_frames < 0 || p.weak_coast_frames > 600)
+    return Status::Error("tracker needs weak_coast_frames in [0, 600]");
   if (p.confirm_hits < 1 || p.confirm_hits > 100) return Status::Error("tracker confirm_hits in [1, 100]");
   if (!(p.large_share >= 0.f && p.large_share <= 1.f) || p.large_misses < 1 || p.large_misses > 100)
     return Status::Error("tracker needs large_share in [0, 1] (0: off) and large_misses in [1, 100]");
@@ -74,6 +76,7 @@ Track Tracker::Birth(const Detection& d, bool confirmed) {
   t.w.Init(w, 2 * kStdPos * w, 10 * kStdVel * w);
   t.h.Init(h, 2 * kStdPos * h, 10 * kStdVel * h);
   t.score = d.score;
+  t.best_score = d.score;
   t.hits = 1;
   t.confirmed = confirmed;
   return t;
@@ -87,6 +90,7 @@ void Tracker::Correct(Track& t, const Detection& d) {
   t.w.Update(w, rw);
   t.h.Update(h, rh);
   t.score = d.score;
+  t.best_score = std::max(t.best_score, d.score);
   t.frames_since_update = 0;
   t.misses = 0;
   t.prior_shot = false;
@@ -108,7 +112,10 @@ void Tracker::Predict() {
     ++t.frames_since_update;
   }
   std::erase_if(tracks_, [&](const Track& t) {
-    return t.frames_since_update > (t.confirmed ? p_.max_coast_frames : p_.tentative_frames);
+    const int limit = !t.confirmed                      ? p_.tentative_frames
+                      : t.best_score >= p_.high_score ? p_.max_coast_frames
+                                                      : std::min(p_.weak_coast_frames, p_.max_coast_frames);
+    return t.frames_since_update > limit;
   });
 }
 

@@ -19,6 +19,9 @@ struct TrackerParams {
   int max_coast_frames = 30;   // a confirmed track survives this many frames without a match
   int tentative_frames = 6;    // an unconfirmed track dies after this many frames without a match
   int confirm_hits = 2;        // matches needed to confirm a track born from a low score
+  // A confirmed track that no detection ever scored at high_score (seen only at low scores)
+  // survives this many frames without a match (at most max_coast_frames).
+  int weak_coast_frames = 30;
   // A mask is the predicted box grown per side by what the face can have moved
   // away from the prediction since its last detection (n frames):
   //   growth_base * size + n * max(growth_per_frame * size, speed_share * |velocity|)
@@ -54,6 +57,7 @@ struct Track {
   int64_t id = 0;
   Kalman1D cx, cy, w, h;
   float score = 0;
+  float best_score = 0;  // the highest score a detection of this track had
   int hits = 0;
   int frames_since_update = 0;
   int misses = 0;  // detections in a row that did not match this track

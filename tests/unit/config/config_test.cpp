@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <map>
 #include <set>
 #include <sstream>
 #include <tuple>
@@ -207,14 +208,21 @@ TEST(Config, DocumentationMatchesTheCode) {
   std::stringstream ss;
   ss << in.rdbuf();
   const std::string doc = ss.str();
-  std::set<std::string> documented;
-  const std::regex row(R"(\n\| `([a-z_]+\.[a-z_0-9]+)` \|)");
+  std::map<std::string, std::string> documented;  // key -> its documented default
+  const std::regex row(R"(\n\| `([a-z_]+\.[a-z_0-9]+)` \| `([^`]*)` \|)");
   for (auto it = std::sregex_iterator(doc.begin(), doc.end(), row); it != std::sregex_iterator(); ++it)
-    documented.insert((*it)[1]);
+    documented[(*it)[1]] = (*it)[2];
   std::set<std::string> code;
-  for (const auto& k : ConfigKeys()) code.insert(k.key);
-  for (const auto& k : code) EXPECT_TRUE(documented.count(k)) << "undocumented key " << k;
-  for (const auto& k : documented) EXPECT_TRUE(code.count(k)) << "documented key that does not exist: " << k;
+  for (const auto& k : ConfigKeys()) {
+    code.insert(k.key);
+    auto d = documented.find(k.key);
+    if (d == documented.end()) {
+      ADD_FAILURE() << "undocumented key " << k.key;
+      continue;
+    }
+    EXPECT_EQ(d->second, FormatValue(k.def)) << "docs/config.md gives " << k.key << " another default than the code";
+  }
+  for (const auto& [k, def] : documented) EXPECT_TRUE(code.count(k)) << "documented key that does not exist: " << k;
 }
 
 }  // namespace

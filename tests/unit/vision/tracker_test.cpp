@@ -59,6 +59,42 @@ TEST(Tracker, ALargeBoxLosesItsMaskWhileDetectionsMissIt) {
   EXPECT_FALSE(Validate(on));
 }
 
+// tracker.weak_coast: a track confirmed by low-score detections only coasts weak_coast frames;
+// one that a detection ever scored at tracker.score coasts max_coast frames.
+TEST(Tracker, ATrackSeenOnlyAtLowScoresCoastsWeakCoastFrames) {
+  TrackerParams p;
+  p.weak_coast_frames = 6;
+  Tracker t(p);
+  t.Predict();
+  t.Update({{At(100, 100), 0.3f}, {At(600, 100), 0.3f}});
+  t.Predict();
+  t.Update({{At(100, 100), 0.3f}, {At(600, 100), 0.9f}});  // both matched again: both confirmed
+  ASSERT_EQ(t.tracks().size(), 2u);
+  EXPECT_TRUE(t.tracks()[0].confirmed && t.tracks()[1].confirmed);
+  for (int f = 1; f <= 30; ++f) {
+    t.Predict();
+    t.Update({});
+    const size_t want = f <= 6 ? 2u : 1u;
+    ASSERT_EQ(t.Masks(1280, 720).size(), want) << "frame " << f << " without a detection";
+  }
+  EXPECT_NEAR(t.tracks()[0].box().x, 600, 2) << "the one seen at a high score coasts on";
+  t.Predict();
+  EXPECT_TRUE(t.tracks().empty()) << "...for max_coast frames";
+
+  Tracker d;  // the default: 30 frames for both
+  d.Predict();
+  d.Update({{At(100, 100), 0.3f}});
+  d.Predict();
+  d.Update({{At(100, 100), 0.3f}});
+  for (int f = 1; f <= 30; ++f) {
+    d.Predict();
+    d.Update({});
+  }
+  EXPECT_EQ(d.Masks(1280, 720).size(), 1u);
+  p.weak_coast_frames = -1;
+  EXPECT_FALSE(Validate(p));
+}
+
 TEST(Tracker, CoastsOnVelocityAndMaskGrowsWithUncertainty) {
   Tracker t;
   float x = 100;
