@@ -13,6 +13,23 @@ from collections import defaultdict
 import numpy as np
 
 
+def add_clip_args(ap, here):
+    """The options every script over a leakcheck clip takes: how the clip was made, and where
+    leakcheck lives."""
+    ap.add_argument("--seed", type=int, required=True)
+    ap.add_argument("--photos", type=int, default=24)
+    ap.add_argument("--seconds-per-photo", type=float, default=3)
+    ap.add_argument("--step", type=int, default=4)
+    ap.add_argument("--leakcheck", default=os.path.join(here, "..", "..", "shared", "tools", "leakcheck"))
+    ap.add_argument("--json", help="write the per-frame figures here")
+
+
+def check_clip_args(a):
+    if a.step < 1 or a.photos < 1 or a.seconds_per_photo <= 0:
+        sys.exit("--step, --photos and --seconds-per-photo must be positive")
+    import_leakcheck(a.leakcheck)
+
+
 def import_leakcheck(path):
     """Puts leakcheck's directory on the import path (its common.py, make_clip.py, score.py)."""
     if not os.path.isfile(os.path.join(path, "make_clip.py")):

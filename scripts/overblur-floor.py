@@ -31,19 +31,12 @@ ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 ap.add_argument("clip")
 ap.add_argument("faces")
 ap.add_argument("videos", nargs="*")
-ap.add_argument("--seed", type=int, required=True)
-ap.add_argument("--photos", type=int, default=24)
-ap.add_argument("--seconds-per-photo", type=float, default=3)
-ap.add_argument("--step", type=int, default=4)
-ap.add_argument("--leakcheck", default=os.path.join(here, "..", "..", "shared", "tools", "leakcheck"))
-ap.add_argument("--json", help="write the per-frame figures here")
-a = ap.parse_intermixed_args()
-if a.step < 1 or a.photos < 1 or a.seconds_per_photo <= 0:
-    sys.exit("--step, --photos and --seconds-per-photo must be positive")
 sys.path.insert(0, here)
-from leakcheck_faces import every_face, import_leakcheck  # noqa: E402
+from leakcheck_faces import add_clip_args, check_clip_args, every_face  # noqa: E402
 
-import_leakcheck(a.leakcheck)
+add_clip_args(ap, here)
+a = ap.parse_intermixed_args()
+check_clip_args(a)
 from common import H, W, int_box, load_gt, pixelate, read_frames  # noqa: E402  (leakcheck's own)
 from score import overblur  # noqa: E402
 
