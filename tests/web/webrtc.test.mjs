@@ -195,6 +195,8 @@ async function main() {
     size = st.resolution;
     pubFps.push((await pub.evaluate(() => window.veilPublish.stats)).fps);
     const ss = (await api(url, "GET", "/v1/sessions/live/stats")).body;
+    if (typeof ss.received_fps !== "number" || typeof ss.sent_fps !== "number")
+      throw new Error(`the session's stats have no frame rates: ${JSON.stringify(ss).slice(0, 300)}`);
     srvIn.push(ss.received_fps.toFixed(0));
     srvOut.push(ss.sent_fps.toFixed(0));
   }
