@@ -1,6 +1,6 @@
 // AI targets on loopback: a real `veil serve` with two real `veil worker`
-// processes as its remote targets (KServe v2 gRPC) and four live sessions.
-// One worker is killed mid-stream: its sessions must move to the other within
+// processes as its remote targets (KServe v2 gRPC) and two live sessions, one on each.
+// One worker is killed mid-stream: its session must move to the other within
 // a second, no received frame may show a face, and the metrics must tell the
 // story; the worker restarts and takes the next new session.
 #include <gtest/gtest.h>
@@ -69,7 +69,9 @@ struct Live {
   std::unique_ptr<Feed> feed;
 };
 
-// The leakcheck clip at 640x360 (4 sessions + 2 workers + the checking fit 2 cores at 360p): its
+// The leakcheck clip at 640x360 (3 sessions + 2 workers + the checking fit a slow 2-core machine
+// at 360p; with 5 sessions a machine 1.4x slower than ours had every session fail-closed, the
+// moved ones and the survivor's own alike, for want of CPU, not of a target): its
 // faces are the annotated boxes, judged with leakcheck's criterion, not faces veil's detector found.
 constexpr const char* kClip = "leakcheck/input_360p.ivf";
 
@@ -91,17 +93,17 @@ TEST(Failover, KilledWorkerSessionsMoveWithinASecondWithoutAFace) {
   WorkerProcess w1 = StartWorker(), w2 = StartWorker();
   ASSERT_TRUE(w1.child && w2.child);
   // A fixed cap: admission by capacity counts each session as 720p30 until its first frame,
-  // and 5 of those do not fit on 2 cores; these are 360p.
-  ServerProcess server({"--targets", w1.endpoint + "," + w2.endpoint, "--max-sessions", "5"});
+  // and 3 of those do not fit on 2 cores; these are 360p.
+  ServerProcess server({"--targets", w1.endpoint + "," + w2.endpoint, "--max-sessions", "3"});
   ASSERT_TRUE(server.ok()) << server.log();
   ASSERT_EQ(server.Call("GET", "/readyz").status, 200);
 
   std::vector<std::unique_ptr<Live>> live;
-  for (const char* id : {"s0", "s1", "s2", "s3"}) live.push_back(StartLive(server, id, src));
-  // Least-loaded assignment: two streams each, whatever the order.
+  for (const char* id : {"s0", "s1"}) live.push_back(StartLive(server, id, src));
+  // Least-loaded assignment: one stream each, whatever the order.
   auto t0 = Targets(server);
-  EXPECT_EQ(t0[w1.endpoint]["active_streams"], 2);
-  EXPECT_EQ(t0[w2.endpoint]["active_streams"], 2);
+  EXPECT_EQ(t0[w1.endpoint]["active_streams"], 1);
+  EXPECT_EQ(t0[w2.endpoint]["active_streams"], 1);
   // The kill falls ~6.3 s into the clip: its third shot (frames 180-269), a wide one whose
   // background tells a whole-frame mosaic from a picture; the close-ups' masks cover nearly all.
   SleepMs(6300);
@@ -114,7 +116,7 @@ TEST(Failover, KilledWorkerSessionsMoveWithinASecondWithoutAFace) {
   std::vector<std::string> moved;
   for (auto& l : live)
     if (TargetOf(server, l->id) == victim) moved.push_back(l->id);
-  ASSERT_EQ(moved.size(), 2u);
+  ASSERT_EQ(moved.size(), 1u);
   const std::string before = server.Call("GET", "/metrics").text;
 
   const double kill_ms = NowMs();
@@ -124,14 +126,14 @@ TEST(Failover, KilledWorkerSessionsMoveWithinASecondWithoutAFace) {
       if (TargetOf(server, id) != survivor) return false;
     return true;
   });
-  std::printf("sessions %s, %s moved %s -> %s in %.0f ms\n", moved[0].c_str(), moved[1].c_str(),
+  std::printf("session %s moved %s -> %s in %.0f ms\n", moved[0].c_str(),
               victim.c_str(), survivor.c_str(), all_moved_ms);
   EXPECT_GE(all_moved_ms, 0) << "sessions never left the dead worker";
   EXPECT_LT(all_moved_ms, 1000) << "sessions must move within one second";
   auto t1 = Targets(server);
   EXPECT_FALSE(t1[victim]["healthy"].get<bool>());
   EXPECT_FALSE(t1[victim]["down_reason"].get<std::string>().empty());
-  EXPECT_EQ(t1[survivor]["active_streams"], 4);
+  EXPECT_EQ(t1[survivor]["active_streams"], 2);
   SleepMs(1000);  // everything on the survivor
   const std::string moved_1s = server.Call("GET", "/metrics").text;
   SleepMs(2000);
@@ -145,9 +147,9 @@ TEST(Failover, KilledWorkerSessionsMoveWithinASecondWithoutAFace) {
       NowMs(), 5000, [&] { return Targets(server)[victim]["healthy"].get<bool>(); }, 50);
   std::printf("restarted worker rejoined after %.0f ms\n", rejoin_ms);
   ASSERT_GE(rejoin_ms, 0) << "the restarted worker never rejoined";
-  live.push_back(StartLive(server, "s4", src));
-  EXPECT_EQ(TargetOf(server, "s4"), victim)
-      << "a new session goes to the idle target, not the one with 4";
+  live.push_back(StartLive(server, "s2", src));
+  EXPECT_EQ(TargetOf(server, "s2"), victim)
+      << "a new session goes to the idle target, not the one with 2";
   EXPECT_EQ(TargetOf(server, "s0"), survivor)
       << "assignments are stable: nothing moves back on its own";
   SleepMs(2000);
@@ -196,21 +198,21 @@ TEST(Failover, KilledWorkerSessionsMoveWithinASecondWithoutAFace) {
     if (was_moved) {
       EXPECT_EQ(fault.leaked, 0) << l->id << ": a face left unpixelated during the failover";
     }
-    // Elsewhere the engine's own bound applies: on this 2-core machine 4 sessions, 2 workers and
-    // this checker overload the CPU, results come late (still within max_age_ms) and a mask can
+    // Elsewhere the engine's own bound applies: on a 2-core machine 3 sessions, 2 workers and
+    // this checker can overload the CPU, results come late (still within max_age_ms) and a mask can
     // trail a moving face for a frame; the same share the other live tests allow, every leak
     // printed.
     ExpectOnlyCadenceLeaks(fault, (l->id + " failover window").c_str());
     ExpectOnlyCadenceLeaks(all, l->id.c_str());
-    EXPECT_GT(all.frames, l->id == "s4" ? 40 : 100) << l->id;
+    EXPECT_GT(all.frames, l->id == "s2" ? 40 : 100) << l->id;
     // Served by the survivor, not left fail-closed (which would be every frame, ~60 in these 2 s;
-    // CPU overload on a 2-core machine running 4 sessions, 2 workers and this checker makes some
-    // results late). Counted by the server: the viewers' mosaic measure is tuned for 720p.
+    // CPU overload on a slow 2-core machine running 3 sessions, 2 workers and this checker makes
+    // some results late). Counted by the server: the viewers' mosaic measure is tuned for 720p.
+    // The survivor's own session is printed as the control.
+    const double fc = Metric(after, "veil_session_fail_closed_frames_total", {{"session", l->id}}) -
+                      Metric(moved_1s, "veil_session_fail_closed_frames_total", {{"session", l->id}});
+    if (l->id != "s2") std::printf("  %s: %.0f fail-closed frames 1-3 s after the kill\n", l->id.c_str(), fc);
     if (was_moved) {
-      const double fc =
-          Metric(after, "veil_session_fail_closed_frames_total", {{"session", l->id}}) -
-          Metric(moved_1s, "veil_session_fail_closed_frames_total", {{"session", l->id}});
-      std::printf("  %s: %.0f fail-closed frames 1-3 s after the kill\n", l->id.c_str(), fc);
       EXPECT_LT(fc, 30) << l->id << ": not served after the move";
     }
   }
@@ -228,7 +230,7 @@ TEST(Failover, KilledWorkerSessionsMoveWithinASecondWithoutAFace) {
       << "every whole-frame mosaic a viewer saw is a counted fail-closed frame";
   EXPECT_EQ(Metric(after, "veil_ai_target_down_total", {{"target", victim}}), 1);
   EXPECT_EQ(Metric(after, "veil_ai_target_down_total", {{"target", survivor}}), 0);
-  EXPECT_EQ(Metric(after, "veil_ai_session_moves_total", {}), 2);
+  EXPECT_EQ(Metric(after, "veil_ai_session_moves_total", {}), 1);
   EXPECT_EQ(Metric(after, "veil_ai_target_up", {{"target", victim}}), 0);
   // With remote targets (wire bytes, target latency): still Prometheus' naming conventions.
   const RunResult lint = PromtoolCheck(after);
@@ -306,7 +308,9 @@ TEST(Failover, WorkerThatStopsAnsweringIsMarkedDownByItsDeadline) {
 // mosaic.
 TEST(Failover, NoHealthyTargetFailsClosedAndSaysWhy) {
   const SourceClip& src = Source(kClip);
-  ServerProcess server({"--targets", "127.0.0.1:9", "--set",
+  // A fixed limit: admission by measured capacity is server_test's AdmitsByMeasuredCapacity's to
+  // judge (here it refused the control session on a slow machine still busy with the last test).
+  ServerProcess server({"--targets", "127.0.0.1:9", "--max-sessions", "2", "--set",
                         "inference.probe_interval_ms=100"});  // discard port: nobody
   ASSERT_TRUE(server.ok()) << server.log();
   Reply ready = server.Call("GET", "/readyz");

@@ -20,10 +20,13 @@ size_t SessionsOn(ServerProcess& s) { return s.Call("GET", "/v1/sessions").body[
 TEST(Load, ShortRampGivesSaneFigures) {
   // A fixed cap: the ramp's figures are the subject, and on a busy 2-core machine the capacity
   // model (learned from the first session) may refuse the second one (seen once in CI).
+  // 360p: two anonymized 720p30 sessions are all a 2-core machine serves (docs/capacity.md), and
+  // on a slower one the second stage fell to 26 fps; capacity is veil load's figure, not this
+  // test's mark, which is that the figures are sane.
   ServerProcess server({"--max-sessions", "2"});
   ASSERT_TRUE(server.ok()) << server.log();
   const std::string out = TempPath("load-ramp");
-  RunResult r = RunVeil("load --server " + server.url() + " -i " + Media("sample_720p30.ivf") +
+  RunResult r = RunVeil("load --server " + server.url() + " -i " + Media("sample_360p30.ivf") +
                         " --stages 1,2 --stage-seconds 5 --warmup 1.5 --all-stages --page-poll 250 --out " + out);
   std::printf("%s\n", r.out.c_str());
   EXPECT_TRUE(r.rc == 0 || r.rc == 1) << r.out;  // 1: a stage missed the pass mark (reported, not an error)

@@ -30,7 +30,12 @@ double DeliveredRatio(SentLog& log, const std::vector<FrameCheck>& cs, double fr
 }
 
 TEST(Server, TwoPublishersGetEveryFacePixelatedAtFullRate) {
-  ASSERT_GT(Source().frames, 100);
+  // The leakcheck clip at 640x360: two anonymized 1280x720 sessions are all a 2-core machine
+  // serves (docs/capacity.md), so at 720p this test would judge the machine's speed, which is
+  // veil load's job. At 360p it judges that no frame is lost and no face shown with CPU to spare.
+  const SourceClip& src = Source("leakcheck/input_360p.ivf");
+  ASSERT_GT(src.frames, 100);
+  ASSERT_TRUE(src.ground_truth) << "the 360p leakcheck clip is missing: run scripts/make-test-media.sh";
   // A fixed limit: admission by measured capacity is AdmitsByMeasuredCapacity's to judge.
   ServerProcess server({"--max-sessions", "4"});
   ASSERT_TRUE(server.ok()) << server.log();
@@ -39,11 +44,11 @@ TEST(Server, TwoPublishersGetEveryFacePixelatedAtFullRate) {
   const json b = CreateSession(server, {{"id", "beta"}, {"codec", "vp8"}});
   ASSERT_EQ(a["ingest"]["host"], "127.0.0.1");
   EXPECT_NE(a["ingest"]["sdp"].get<std::string>().find("a=rtpmap:96 VP8/90000"), std::string::npos);
-  Watch wa("vp8", log_a), wb("vp8", log_b);
+  Watch wa("vp8", log_a, src), wb("vp8", log_b, src);
   AddViewer(server, "alpha", wa.port());
   AddViewer(server, "beta", wb.port());
   const double t0 = NowMs();
-  Feed fa(a, log_a, 9), fb(b, log_b, 9);
+  Feed fa(a, log_a, 9, src), fb(b, log_b, 9, src);
   SleepMs(8000);
   const Reply stats = server.Call("GET", "/v1/sessions/alpha/stats");  // while streaming
   const Reply metrics = server.Call("GET", "/metrics");

@@ -212,7 +212,13 @@ async function main() {
               `server in ${srvIn.join(" ")}, out ${srvOut.join(" ")}, stale drops ${stale1.stale_drops - stale0.stale_drops}, ` +
               `fail-closed ${stale1.fail_closed_frames - stale0.fail_closed_frames}`);
   check(size === "1280x720", "the viewer decodes 1280x720: " + size);
-  checkTiming(medianFps >= 28, `the viewer decodes >= 28 fps after warm-up (median of 15 one-second samples ${medianFps})`);
+  // Full rate is what the publisher sends: a headless Chromium encoding 1280x720 in software on a
+  // slow 2-core machine may send under 30 fps, and veil cannot deliver frames it never got. veil
+  // must pass on all but 2 fps of the publisher's median (and >= 28 when the publisher sends 30).
+  const pubMedian = quantile(pubFps, 0.5), wantFps = Math.min(28, pubMedian - 2);
+  checkTiming(pubMedian >= 15, `the publisher sends >= 15 fps, enough for the rate check to mean something (${pubMedian})`);
+  checkTiming(medianFps >= wantFps, `the viewer decodes >= ${wantFps} fps after warm-up (median of 15 one-second samples ` +
+                                    `${medianFps}; the publisher's median ${pubMedian})`);
 
   // --- Server CPU per session, WebRTC ingest (this session and one WHEP viewer) ---
   const st0 = (await api(url, "GET", "/v1/sessions/live/stats")).body, c0 = procStats(pid).cpu_s;
