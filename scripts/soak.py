@@ -241,13 +241,14 @@ def main():
         whep_rec = os.path.join(work, sid + "-whep.ivf")
 
         def whep_join():
-            for _ in range(50):
-                if api.call("GET", f"/v1/sessions/{sid}")[0] == 200:
-                    break
-                time.sleep(0.1)
+            # Started with the cycle and retrying until the session exists (--wait): GStreamer's start
+            # and ICE gathering overlap the publisher's. Started only once the session existed, a
+            # viewer on a slow, busy machine was connected as the 4-s publish ended (first frames
+            # 1.3-4.5 s after its start, and once none).
             try:
                 r = subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "tests", "tools", "whep_view.py"),
-                                    f"{server}/whep/{sid}", "--record", whep_rec, "--idle-exit", "1.5", "--seconds", "12",
+                                    f"{server}/whep/{sid}", "--wait", "8", "--record", whep_rec, "--idle-exit", "1.5",
+                                    "--seconds", "14",
                                     "--leave-after", "1" if i % 2 == 0 else "0"], stdout=subprocess.PIPE,
                                    stderr=logs["clients"], text=True, timeout=30)
                 c["whep"] = json.loads(r.stdout.strip().splitlines()[-1])

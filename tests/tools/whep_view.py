@@ -2,7 +2,7 @@
 """A WHEP viewer that is not veil's: GStreamer webrtcbin (Debian python3-gi), loopback only.
 
   whep_view.py URL/whep/SESSION [--record out.ivf] [--seconds 10] [--token T] [--idle-exit 2]
-               [--leave-after S]
+               [--leave-after S] [--wait S]
 
 Sends a recvonly VP8 offer (ICE gathered first, no trickle; the only local address is
 127.0.0.1), POSTs it, applies the answer, records the depayloaded VP8 frames as IVF, and ends
@@ -70,6 +70,9 @@ def main():
     ap.add_argument("--leave-after", type=float, default=0,
                     help="leave (DELETE) this long after the first frame, while the session goes on (0: stay)")
     ap.add_argument("--token", default=None)
+    ap.add_argument("--wait", type=float, default=0,
+                    help="the session may not exist yet: retry a 404 answer for this long (GStreamer and ICE are "
+                         "ready by then, so the viewer joins as soon as the session is there)")
     a = ap.parse_args()
     Gst.init(None)
 
@@ -143,6 +146,9 @@ def main():
                 resource[0] = urllib.parse.urljoin(a.url, loc) if loc else None
                 answer = r.read().decode()
         except urllib.error.HTTPError as e:
+            if e.code == 404 and time.monotonic() - t0 < a.wait:
+                GLib.timeout_add(100, post_offer)  # not there yet: ask again
+                return False
             out["status"] = e.code
             out["error"] = e.read().decode()[:300]
             loop.quit()

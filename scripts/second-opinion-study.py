@@ -1,0 +1,145 @@
+#!/usr/bin/python3
+"""Would UltraFace, asked about YuNet's low-score detections, tell faces from texture?
+
+Issue 14 names UltraFace as a second opinion. Before building it into veil, this study asks the
+question on a leakcheck clip, whose every face is known (leakcheck_faces.every_face, the faces
+gt.csv omits included), so no detector is the judge:
+
+  1. every --step-th frame of the clip's lossless master is scaled to the detection size
+     (640x360, area filter, as veil scales) and YuNet (the default model, OpenCV's
+     FaceDetectorYN) runs at veil's tracker.low_score;
+  2. each detection is "on a face" when it overlaps a true face box (IoU >= 0.2, or its centre
+     inside the face box), else a stray;
+  3. each detection under --below (veil's tracker.score, the score that starts a track) is shown
+     to UltraFace RFB-320: a 4:3 crop around it, 2x the box's larger side high, cut from the
+     full-resolution frame and scaled to 320x240; UltraFace's best face score among boxes whose
+     centre lies in the detection's box is its opinion.
+
+Printed: for low-score detections on faces and for strays, how many UltraFace confirms at each
+threshold, and its cost per crop. A useful second opinion confirms most faces and few strays.
+
+  scripts/second-opinion-study.py CLIP FACES_DIR --seed N [--step 3] [--models DIR]
+"""
+import argparse
+import os
+import sys
+import time
+from collections import defaultdict
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from leakcheck_faces import add_clip_args, check_clip_args, every_face  # noqa: E402
+
+
+def iou(a, b):
+    ax0, ay0, aw, ah = a
+    bx0, by0, bw, bh = b
+    ix = max(0.0, min(ax0 + aw, bx0 + bw) - max(ax0, bx0))
+    iy = max(0.0, min(ay0 + ah, by0 + bh) - max(ay0, by0))
+    inter = ix * iy
+    u = aw * ah + bw * bh - inter
+    return inter / u if u > 0 else 0.0
+
+
+def on_face(det, faces):
+    cx, cy = det[0] + det[2] / 2, det[1] + det[3] / 2
+    for f in faces:
+        if iou(det, f) >= 0.2 or (f[0] <= cx <= f[0] + f[2] and f[1] <= cy <= f[1] + f[3]):
+            return True
+    return False
+
+
+def ultraface_opinion(net, frame, box):
+    """UltraFace's best face score for a detection box (full-frame pixels)."""
+    import cv2
+    x, y, w, h = box
+    ch = 2.0 * max(w, h)
+    cw = ch * 4 / 3
+    cx, cy = x + w / 2, y + h / 2
+    x0, y0 = int(round(cx - cw / 2)), int(round(cy - ch / 2))
+    x1, y1 = int(round(cx + cw / 2)), int(round(cy + ch / 2))
+    H, W = frame.shape[:2]
+    pad = cv2.copyMakeBorder(frame, max(0, -y0), max(0, y1 - H), max(0, -x0), max(0, x1 - W),
+                             cv2.BORDER_CONSTANT, value=(0, 0, 0))
+    crop = pad[y0 + max(0, -y0):y1 + max(0, -y0), x0 + max(0, -x0):x1 + max(0, -x0)]
+    if crop.size == 0:
+        return 0.0
+    inp = cv2.resize(crop, (320, 240), interpolation=cv2.INTER_AREA)
+    blob = ((inp[:, :, ::-1].astype(np.float32) - 127.0) / 128.0).transpose(2, 0, 1)[None]
+    net.setInput(blob)
+    scores, boxes = net.forward(["scores", "boxes"])
+    s = scores[0, :, 1]
+    b = boxes[0]
+    # The detection's box in the crop's normalized coordinates.
+    bx0, by0 = (x - x0) / (x1 - x0), (y - y0) / (y1 - y0)
+    bx1, by1 = (x + w - x0) / (x1 - x0), (y + h - y0) / (y1 - y0)
+    ccx, ccy = (b[:, 0] + b[:, 2]) / 2, (b[:, 1] + b[:, 3]) / 2
+    inside = (ccx >= bx0) & (ccx <= bx1) & (ccy >= by0) & (ccy <= by1)
+    return float(s[inside].max()) if inside.any() else 0.0
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("clip", help="a make_clip.py output folder (master.mkv, gt.csv)")
+    ap.add_argument("faces", help="the photos and ground_truth.csv the clip was made from")
+    add_clip_args(ap, HERE)
+    ap.set_defaults(step=3)
+    ap.add_argument("--models", default=os.path.join(HERE, "..", "..", "shared", "assets", "models"))
+    ap.add_argument("--low", type=float, default=0.15, help="veil's tracker.low_score")
+    ap.add_argument("--below", type=float, default=0.5, help="veil's tracker.score: detections under it are asked")
+    a = ap.parse_args()
+    check_clip_args(a)
+    import cv2
+    from common import H, W, read_frames
+
+    cv2.setNumThreads(1)
+    yunet = os.path.join(a.models, "face_detection_yunet_2023mar.onnx")
+    uf = os.path.join(a.models, "version-RFB-320.onnx")
+    for p in (yunet, uf):
+        if not os.path.isfile(p):
+            sys.exit(f"model missing: {p}")
+    small = (640, 360)
+    det = cv2.FaceDetectorYN.create(yunet, "", small, a.low, 0.3, 5000)
+    net = cv2.dnn.readNetFromONNX(uf)
+    faces = every_face(a.clip, a.faces, a.seed, a.photos, a.seconds_per_photo)
+    k = W / small[0]
+    rows = []  # (on_face, yunet score, ultraface score or None)
+    uf_ms = []
+    for i, frame in enumerate(read_frames(os.path.join(a.clip, "master.mkv"), "bgr24")):
+        if i % a.step:
+            continue
+        sm = cv2.resize(frame, small, interpolation=cv2.INTER_AREA)
+        _, out = det.detect(sm)
+        for d in (out if out is not None else []):
+            box = (float(d[0]) * k, float(d[1]) * k, float(d[2]) * k, float(d[3]) * k)
+            score = float(d[-1])
+            face = on_face(box, faces[i] if i < len(faces) else [])
+            opinion = None
+            if score < a.below:
+                t0 = time.perf_counter()
+                opinion = ultraface_opinion(net, frame, box)
+                uf_ms.append(1000 * (time.perf_counter() - t0))
+            rows.append((face, score, opinion))
+    print(f"seed {a.seed}: {len(rows)} YuNet detections >= {a.low} on every {a.step}th frame; "
+          f"{sum(r[0] for r in rows)} on faces, {sum(not r[0] for r in rows)} strays")
+    asked = [r for r in rows if r[2] is not None]
+    print(f"under {a.below} (asked): {sum(r[0] for r in asked)} on faces, {sum(not r[0] for r in asked)} strays; "
+          f"UltraFace {np.mean(uf_ms) if uf_ms else 0:.2f} ms per crop (1 thread)")
+    print("| UltraFace confirms at | faces kept | strays kept |")
+    print("|---|---|---|")
+    for t in (0.3, 0.5, 0.7, 0.9):
+        fk = sum(1 for r in asked if r[0] and r[2] >= t)
+        sk = sum(1 for r in asked if not r[0] and r[2] >= t)
+        nf, ns = sum(r[0] for r in asked), sum(not r[0] for r in asked)
+        print(f"| {t} | {fk} of {nf} ({100 * fk / max(nf, 1):.0f}%) | {sk} of {ns} ({100 * sk / max(ns, 1):.0f}%) |")
+    hist = defaultdict(lambda: [0, 0])
+    for r in asked:
+        hist[min(int(r[1] * 10), 9)][0 if r[0] else 1] += 1
+    print("YuNet score band of the asked: " + ", ".join(f"{b / 10:.1f}: {v[0]} faces / {v[1]} strays"
+                                                       for b, v in sorted(hist.items())))
+
+
+if __name__ == "__main__":
+    main()
