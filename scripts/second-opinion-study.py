@@ -6,8 +6,8 @@ question on a leakcheck clip, whose every face is known (leakcheck_faces.every_f
 gt.csv omits included), so no detector is the judge:
 
   1. every --step-th frame of the clip's lossless master is scaled to the detection size
-     (640x360, area filter, as veil scales) and YuNet (the default model, OpenCV's
-     FaceDetectorYN) runs at veil's tracker.low_score;
+     (640x360, area filter, as veil scales) and YuNet (the default model, decoded as veil
+     decodes it) runs at veil's tracker.low_score;
   2. each detection is "on a face" when it overlaps a true face box (IoU >= 0.2, or its centre
      inside the face box), else a stray;
   3. each detection under --below (veil's tracker.score, the score that starts a track) is shown
@@ -49,6 +49,39 @@ def on_face(det, faces):
         if iou(det, f) >= 0.2 or (f[0] <= cx <= f[0] + f[2] and f[1] <= cy <= f[1] + f[3]):
             return True
     return False
+
+
+YUNET_OUTS = ["cls_8", "cls_16", "cls_32", "obj_8", "obj_16", "obj_32", "bbox_8", "bbox_16", "bbox_32"]
+
+
+def yunet_detect(net, img, low, nms_iou=0.3):
+    """veil's YuNet decoding (src/vision/yunet.cpp), in numpy: BGR 0..255 planes, padded at the
+    bottom/right to multiples of 32, score sqrt(cls * obj), NMS. OpenCV 4.6's FaceDetectorYN
+    cannot run the 2023mar model. Boxes (x, y, w, h) in img's pixels, with their scores."""
+    import cv2
+    h, w = img.shape[:2]
+    ph, pw = (h + 31) // 32 * 32, (w + 31) // 32 * 32
+    pad = cv2.copyMakeBorder(img, 0, ph - h, 0, pw - w, cv2.BORDER_CONSTANT, value=(0, 0, 0))
+    net.setInput(pad.astype(np.float32).transpose(2, 0, 1)[None])
+    outs = net.forward(YUNET_OUTS)
+    boxes, scores = [], []
+    for i, s in enumerate((8, 16, 32)):
+        cols, rows = pw // s, ph // s
+        cls = np.clip(outs[i].reshape(-1), 0, 1)
+        obj = np.clip(outs[3 + i].reshape(-1), 0, 1)
+        bb = outs[6 + i].reshape(-1, 4)
+        sc = np.sqrt(cls * obj)
+        for idx in np.nonzero(sc >= low)[0]:
+            r, c = divmod(int(idx), cols)
+            cx, cy = (c + bb[idx, 0]) * s, (r + bb[idx, 1]) * s
+            bw, bh = np.exp(bb[idx, 2]) * s, np.exp(bb[idx, 3]) * s
+            x0, y0 = np.clip(cx - bw / 2, 0, w), np.clip(cy - bh / 2, 0, h)
+            x1, y1 = np.clip(cx + bw / 2, 0, w), np.clip(cy + bh / 2, 0, h)
+            if x1 - x0 >= 1 and y1 - y0 >= 1:
+                boxes.append([float(x0), float(y0), float(x1 - x0), float(y1 - y0)])
+                scores.append(float(sc[idx]))
+    keep = cv2.dnn.NMSBoxes(boxes, scores, low, nms_iou) if boxes else []
+    return [(boxes[k], scores[k]) for k in np.array(keep).reshape(-1)]
 
 
 def ultraface_opinion(net, frame, box):
@@ -101,7 +134,7 @@ def main():
         if not os.path.isfile(p):
             sys.exit(f"model missing: {p}")
     small = (640, 360)
-    det = cv2.FaceDetectorYN.create(yunet, "", small, a.low, 0.3, 5000)
+    det = cv2.dnn.readNetFromONNX(yunet)
     net = cv2.dnn.readNetFromONNX(uf)
     faces = every_face(a.clip, a.faces, a.seed, a.photos, a.seconds_per_photo)
     k = W / small[0]
@@ -111,10 +144,8 @@ def main():
         if i % a.step:
             continue
         sm = cv2.resize(frame, small, interpolation=cv2.INTER_AREA)
-        _, out = det.detect(sm)
-        for d in (out if out is not None else []):
-            box = (float(d[0]) * k, float(d[1]) * k, float(d[2]) * k, float(d[3]) * k)
-            score = float(d[-1])
+        for d, score in yunet_detect(det, sm, a.low):
+            box = (d[0] * k, d[1] * k, d[2] * k, d[3] * k)
             face = on_face(box, faces[i] if i < len(faces) else [])
             opinion = None
             if score < a.below:

@@ -525,7 +525,10 @@ TEST(LiveSession, ShedsEncoderSpeedThenCadenceUnderAnInjectedCpuHogAndTakesThemB
   EXPECT_EQ(after.shed_level, 0);
   EXPECT_EQ(after.encoder_speed, "cpu-used -8");
   EXPECT_EQ(after.detect_every, 3);
-  EXPECT_EQ(after.shed_steps_down, 5u);
+  // Every step up came back down. 5 when the load fell at once; on a slow machine the first calm
+  // second can still be over budget, a sixth step up then comes back too (seen once in CI: 6 / 6).
+  EXPECT_EQ(after.shed_steps_down, after.shed_steps_up);
+  EXPECT_GE(after.shed_steps_down, 5u);
   const std::string m = rig.metrics.ExportText();
   EXPECT_NE(m.find("veil_session_shed_level{session=\"shed\"}"), std::string::npos);
 }
