@@ -70,8 +70,8 @@ struct Live {
 };
 
 // The leakcheck clip at 640x360 (3 sessions + 2 workers + the checking fit a slow 2-core machine
-// at 360p; with 5 sessions a machine 1.4x slower than ours had every session fail-closed, the
-// moved ones and the survivor's own alike, for want of CPU, not of a target): its
+// at 360p; with 5 sessions our VM at half speed had every session fail-closed, the moved ones
+// and the survivor's own alike, for want of CPU, not of a target): its
 // faces are the annotated boxes, judged with leakcheck's criterion, not faces veil's detector found.
 constexpr const char* kClip = "leakcheck/input_360p.ivf";
 
