@@ -15,10 +15,16 @@ gt.csv omits included), so no detector is the judge:
      full-resolution frame and scaled to 320x240; UltraFace's best face score among boxes whose
      centre lies in the detection's box is its opinion.
 
-Printed: for low-score detections on faces and for strays, how many UltraFace confirms at each
-threshold, and its cost per crop. A useful second opinion confirms most faces and few strays.
+With --judge yunet-roi the second opinion is YuNet again, on a square crop around the detection
+(2.5x its larger side) scaled to --roi-side, cut from the full frame or (--roi-from small) from the
+detection copy, as veil's detector.second_look does (src/vision/second_look.h).
+
+Printed: for low-score detections on faces and for strays, how many the judge confirms at each
+threshold (also by box size), and its cost per crop. A useful second opinion confirms most faces
+and few strays.
 
   scripts/second-opinion-study.py CLIP FACES_DIR --seed N [--step 3] [--models DIR]
+                                  [--judge ultraface|yunet-roi] [--roi-side 128] [--roi-from full|small]
 """
 import argparse
 import os
@@ -113,6 +119,33 @@ def ultraface_opinion(net, frame, box):
     return float(s[inside].max()) if inside.any() else 0.0
 
 
+def yunet_roi_opinion(net, frame, box, side):
+    """YuNet's best score on a second look: a square crop around the detection, 2.5x the box's
+    larger side, cut from the full-resolution frame and scaled to side x side, so the face is
+    seen at a larger scale than in the 640x360 pass. The score of the best box whose centre lies
+    in the detection's box is the opinion."""
+    import cv2
+    x, y, w, h = box
+    c = 2.5 * max(w, h)
+    cx, cy = x + w / 2, y + h / 2
+    x0, y0 = int(round(cx - c / 2)), int(round(cy - c / 2))
+    x1, y1 = x0 + int(round(c)), y0 + int(round(c))
+    H, W = frame.shape[:2]
+    pad = cv2.copyMakeBorder(frame, max(0, -y0), max(0, y1 - H), max(0, -x0), max(0, x1 - W),
+                             cv2.BORDER_CONSTANT, value=(0, 0, 0))
+    crop = pad[y0 + max(0, -y0):y1 + max(0, -y0), x0 + max(0, -x0):x1 + max(0, -x0)]
+    if crop.size == 0:
+        return 0.0
+    inp = cv2.resize(crop, (side, side), interpolation=cv2.INTER_AREA if crop.shape[0] > side else cv2.INTER_LINEAR)
+    k = side / (x1 - x0)
+    best = 0.0
+    for (bx, by, bw, bh), s in yunet_detect(net, inp, 0.05):
+        ccx, ccy = (bx + bw / 2) / k + x0, (by + bh / 2) / k + y0
+        if x <= ccx <= x + w and y <= ccy <= y + h:
+            best = max(best, s)
+    return best
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("clip", help="a make_clip.py output folder (master.mkv, gt.csv)")
@@ -121,6 +154,11 @@ def main():
     ap.set_defaults(step=3)
     ap.add_argument("--models", default=os.path.join(HERE, "..", "..", "shared", "assets", "models"))
     ap.add_argument("--low", type=float, default=0.15, help="veil's tracker.low_score")
+    ap.add_argument("--judge", choices=("ultraface", "yunet-roi"), default="ultraface",
+                    help="the second opinion: UltraFace RFB-320, or YuNet again on a larger crop")
+    ap.add_argument("--roi-side", type=int, default=160, help="yunet-roi: the crop's side in pixels")
+    ap.add_argument("--roi-from", choices=("full", "small"), default="full",
+                    help="yunet-roi: cut the crop from the full-resolution frame or from the detection copy")
     ap.add_argument("--below", type=float, default=0.5, help="veil's tracker.score: detections under it are asked")
     a = ap.parse_args()
     check_clip_args(a)
@@ -150,21 +188,29 @@ def main():
             opinion = None
             if score < a.below:
                 t0 = time.perf_counter()
-                opinion = ultraface_opinion(net, frame, box)
+                opinion = (ultraface_opinion(net, frame, box) if a.judge == "ultraface"
+                           else yunet_roi_opinion(det, frame, box, a.roi_side) if a.roi_from == "full"
+                           else yunet_roi_opinion(det, sm, d, a.roi_side))
                 uf_ms.append(1000 * (time.perf_counter() - t0))
-            rows.append((face, score, opinion))
+            rows.append((face, score, opinion, max(d[2], d[3])))
     print(f"seed {a.seed}: {len(rows)} YuNet detections >= {a.low} on every {a.step}th frame; "
           f"{sum(r[0] for r in rows)} on faces, {sum(not r[0] for r in rows)} strays")
     asked = [r for r in rows if r[2] is not None]
     print(f"under {a.below} (asked): {sum(r[0] for r in asked)} on faces, {sum(not r[0] for r in asked)} strays; "
-          f"UltraFace {np.mean(uf_ms) if uf_ms else 0:.2f} ms per crop (1 thread)")
-    print("| UltraFace confirms at | faces kept | strays kept |")
+          f"{a.judge} {np.mean(uf_ms) if uf_ms else 0:.2f} ms per crop (1 thread)")
+    print(f"| {a.judge} confirms at | faces kept | strays kept |")
     print("|---|---|---|")
-    for t in (0.3, 0.5, 0.7, 0.9):
+    for t in ((0.3, 0.5, 0.7, 0.9) if a.judge == "ultraface" else (0.1, 0.2, 0.3, 0.5, 0.7)):
         fk = sum(1 for r in asked if r[0] and r[2] >= t)
         sk = sum(1 for r in asked if not r[0] and r[2] >= t)
         nf, ns = sum(r[0] for r in asked), sum(not r[0] for r in asked)
         print(f"| {t} | {fk} of {nf} ({100 * fk / max(nf, 1):.0f}%) | {sk} of {ns} ({100 * sk / max(ns, 1):.0f}%) |")
+    print("by the detection's larger side in the 640x360 copy (kept at 0.3 / asked):")
+    for lo, hi in ((0, 24), (24, 48), (48, 96), (96, 1e9)):
+        band = [r for r in asked if lo <= r[3] < hi]
+        f = [r for r in band if r[0]]
+        st = [r for r in band if not r[0]]
+        print(f"  [{lo}, {hi}) px: faces {sum(r[2] >= 0.3 for r in f)}/{len(f)}, strays {sum(r[2] >= 0.3 for r in st)}/{len(st)}")
     hist = defaultdict(lambda: [0, 0])
     for r in asked:
         hist[min(int(r[1] * 10), 9)][0 if r[0] else 1] += 1

@@ -35,6 +35,8 @@ std::string StageTable(const JobSummary& s) {
   o += fmt::format("detections {}  detect failures {}  fail-closed frames {}  scene cuts {}  cadence 1/{}\n",
                    s.privacy.detections_run, s.privacy.detect_failures, s.privacy.fail_closed,
                    s.privacy.scene_cuts, s.every_final);
+  if (s.privacy.doubtful_detections > 0)
+    o += fmt::format("second look: {} detections doubted\n", s.privacy.doubtful_detections);
   if (s.video.audio_streams > 0)
     o += fmt::format("audio: {} stream(s) copied, {} skipped (container cannot hold them), {} packets\n",
                      s.audio_copied, s.audio_skipped, s.audio_packets);
@@ -53,6 +55,7 @@ nlohmann::json SummaryJson(const JobSummary& s) {
   j["detect_failures"] = s.privacy.detect_failures;
   j["fail_closed_frames"] = s.privacy.fail_closed;
   j["scene_cuts"] = s.privacy.scene_cuts;
+  j["doubtful_detections"] = s.privacy.doubtful_detections;
   j["detect_every_final"] = s.every_final;
   j["input"] = {{"width", s.video.width}, {"height", s.video.height}, {"fps", s.video.fps}, {"codec", s.video.codec}};
   j["output"] = {{"codec", s.codec_out}, {"bytes", s.bytes_out}};

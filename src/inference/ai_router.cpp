@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "core/clock.h"
+#include "vision/second_look.h"
 
 namespace veil {
 namespace {
@@ -80,8 +81,10 @@ Result<std::unique_ptr<AiRouter>> AiRouter::Start(const RouterConfig& c,
       auto remote = t->remote;
       sched = InferenceScheduler::Create(
           c.remote,
-          [remote]() -> Result<std::unique_ptr<Detector>> {
-            return std::unique_ptr<Detector>(new RemoteDetector(remote));
+          [remote, look = c.second_look]() -> Result<std::unique_ptr<Detector>> {
+            std::unique_ptr<Detector> d(new RemoteDetector(remote));
+            if (look.score > 0.f) d.reset(new SecondLookDetector(std::move(d), look));
+            return d;
           },
           metrics, spec.name);
     }

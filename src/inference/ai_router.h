@@ -31,6 +31,7 @@
 #include "inference/remote_target.h"
 #include "inference/scheduler.h"
 #include "inference/target_pool.h"
+#include "vision/second_look_params.h"
 
 namespace veil {
 
@@ -39,6 +40,7 @@ struct RouterConfig {
   SchedulerConfig local;         // the in-process target's scheduler
   SchedulerConfig remote;        // each remote target's scheduler (threads = calls in flight)
   RemoteOptions remote_options;  // endpoint set per target
+  SecondLookParams second_look;  // vision/second_look.h, for remote targets (a local one's detector has its own)
   double probe_interval_ms = 200;
   double probe_timeout_ms = 500;
   int rejoin_probes = 2;

@@ -55,7 +55,10 @@ void PrivacyStage::UpdateTracker(const Detections& small_dets, const Frame& f, i
   const float sx = float(f.width) / small.width, sy = float(f.height) / small.height;
   Detections full;
   full.reserve(small_dets.size());
-  for (const auto& d : small_dets) full.push_back({d.box.Scaled(sx, sy), d.score});
+  for (const auto& d : small_dets) {
+    full.push_back({d.box.Scaled(sx, sy), d.score, d.doubtful});
+    counters_.doubtful_detections += d.doubtful ? 1 : 0;
+  }
   // A live result describes an earlier frame: its masks grow from that frame on.
   tracker_.Update(full, int(std::clamp<int64_t>(f.index - detected_frame, 0, 1000)));
 }

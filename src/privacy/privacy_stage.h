@@ -71,6 +71,7 @@ struct PrivacyCounters {
   int64_t frames = 0, detections_run = 0, detect_failures = 0, fail_closed = 0, scene_cuts = 0;
   int64_t results_dropped = 0;  // async: stale or superseded in the scheduler
   int64_t resolution_changes = 0;  // the picture size changed: tracks dropped, treated as a scene cut
+  int64_t doubtful_detections = 0;  // detections the second look doubted (vision/second_look.h)
 };
 
 class PrivacyStage {

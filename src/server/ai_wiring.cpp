@@ -17,6 +17,7 @@ Result<std::unique_ptr<AiRouter>> StartAiRouter(const ServerDeps& d, MetricsRegi
   rc.remote_options.model = d.server.remote_model;
   rc.remote_options.deadline_ms = d.server.deadline_ms;
   rc.remote_options.nms_iou = d.detector.nms_iou;
+  rc.second_look = d.detector.second_look;
   rc.probe_interval_ms = d.server.probe_interval_ms;
   rc.probe_timeout_ms = d.server.probe_timeout_ms;
   const DetectorConfig dc = d.detector;

@@ -130,6 +130,7 @@ json StatsJson(const SessionInfo& s) {
           {"detect_failures", st.privacy.detect_failures},
           {"detect_results_dropped", st.privacy.results_dropped},
           {"scene_cuts", st.privacy.scene_cuts},
+          {"doubtful_detections", st.privacy.doubtful_detections},
           {"shedding",
            {{"level", st.shed_level},
             {"max_level", st.max_shed_level},

@@ -35,6 +35,9 @@ inline float IoU(const Box& a, const Box& b) {
 struct Detection {
   Box box;
   float score = 0;
+  // A second look (vision/second_look.h) did not see a face here: the tracker may let it keep an
+  // existing track alive, but never starts a track from it.
+  bool doubtful = false;
 };
 using Detections = std::vector<Detection>;
 

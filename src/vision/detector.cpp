@@ -4,6 +4,7 @@
 #include <opencv2/dnn.hpp>
 
 #include "vision/model_registry.h"
+#include "vision/second_look.h"
 #include "vision/ultraface.h"
 #include "vision/yunet.h"
 
@@ -37,6 +38,9 @@ Status Validate(const DetectorConfig& c) {
   if (!c.model_sha256.empty() &&
       (c.model_sha256.size() != 64 || c.model_sha256.find_first_not_of("0123456789abcdef") != std::string::npos))
     return Status::Error("model sha256 must be 64 lowercase hex digits");
+  if (Status s = Validate(c.second_look); !s) return s;
+  if (c.second_look.score > 0.f && c.family != "yunet")
+    return Status::Error("detector.second_look needs the yunet family (ultraface has a fixed input size)");
   return Status::Ok();
 }
 
@@ -67,7 +71,9 @@ Result<std::unique_ptr<Detector>> LoadDetector(const DetectorConfig& c, std::str
         return Status::Error(std::string("yunet: cannot copy the network: ") + e.what());
       }
     };
-    return std::unique_ptr<Detector>(new YuNetDetector(std::move(net), c.nms_iou, more));
+    std::unique_ptr<Detector> yunet(new YuNetDetector(std::move(net), c.nms_iou, more));
+    if (c.second_look.score > 0.f) return std::unique_ptr<Detector>(new SecondLookDetector(std::move(yunet), c.second_look));
+    return yunet;
   }
   const cv::Size in(model->spec.input_w, model->spec.input_h);
   if (in.width == 0)

@@ -8,6 +8,7 @@
 
 #include "core/status.h"
 #include "vision/box.h"
+#include "vision/second_look_params.h"
 
 namespace veil {
 
@@ -52,6 +53,7 @@ struct DetectorConfig {
   std::string model_sha256;      // expected sha256 for a custom model file; empty = known models only
   float nms_iou = 0.3f;
   int threads = 1;               // OpenCV DNN threads (process-wide setting)
+  SecondLookParams second_look;  // vision/second_look.h (yunet only)
 };
 
 Status Validate(const DetectorConfig& c);

@@ -94,7 +94,7 @@ void Tracker::Correct(Track& t, const Detection& d) {
   t.frames_since_update = 0;
   t.misses = 0;
   t.prior_shot = false;
-  if (++t.hits >= p_.confirm_hits) t.confirmed = true;
+  if (++t.hits >= p_.confirm_hits && !d.doubtful) t.confirmed = true;
 }
 
 void Tracker::Predict() {
@@ -123,6 +123,7 @@ void Tracker::Update(const Detections& dets, int age_frames) {
   age_frames = std::max(age_frames, 0);
   std::vector<int> high, low;
   for (int i = 0; i < int(dets.size()); ++i) {
+    if (dets[i].doubtful && !p_.doubtful_match) continue;
     if (dets[i].score >= p_.high_score) high.push_back(i);
     else if (dets[i].score >= p_.low_score) low.push_back(i);
   }
@@ -156,10 +157,14 @@ void Tracker::Update(const Detections& dets, int age_frames) {
   for (size_t t = tracks_.size(); t-- > 0;)
     if (tracks_[t].prior_shot && !track_used[t]) tracks_.erase(tracks_.begin() + long(t));
   const size_t born = tracks_.size();
-  for (int i : new_high) tracks_.push_back(Birth(dets[i], /*confirmed=*/true));
+  // A doubtful detection starts a track only as tentative (doubtful_birth) or not at all.
+  for (int i : new_high)
+    if (!dets[i].doubtful || p_.doubtful_birth) tracks_.push_back(Birth(dets[i], /*confirmed=*/!dets[i].doubtful));
   // Unmatched low-score detections still get masked (a false mosaic is cheap,
   // a missed face is not) but die quickly unless a later detection confirms them.
-  for (int i : new_low) tracks_.push_back(Birth(dets[i], /*confirmed=*/p_.confirm_hits <= 1));
+  for (int i : new_low)
+    if (!dets[i].doubtful || p_.doubtful_birth)
+      tracks_.push_back(Birth(dets[i], /*confirmed=*/p_.confirm_hits <= 1 && !dets[i].doubtful));
   for (size_t t = born; t < tracks_.size(); ++t) tracks_[t].frames_since_update = age_frames;
 }
 

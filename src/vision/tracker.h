@@ -38,6 +38,13 @@ struct TrackerParams {
   // detector finds only now and then (docs/privacy.md, "What destroys the background").
   float large_share = 0.f;
   int large_misses = 2;
+  // A doubtful detection (vision/second_look.h) never starts a track; with doubtful_match it may
+  // still match an existing one (second stage), without, it is ignored.
+  bool doubtful_match = true;
+  // With doubtful_birth, a doubtful detection starts a tentative track (masked, but never
+  // confirmed by doubtful detections, so it dies tentative_frames after its last match instead
+  // of coasting max_coast_frames); without, it starts none.
+  bool doubtful_birth = false;
 };
 
 Status Validate(const TrackerParams& p);
