@@ -8,12 +8,12 @@
 namespace veil {
 
 Status Validate(const SecondLookParams& p) {
-  if (!(p.score >= 0.f && p.score < 1.f)) return Status::Error("second_look.score must be in [0 (off), 1)");
-  if (!(p.below > 0.f && p.below <= 1.f)) return Status::Error("second_look.below must be in (0, 1]");
+  if (!(p.score >= 0.f && p.score < 1.f)) return Status::Error("detector.second_look must be in [0 (off), 1)");
+  if (!(p.below > 0.f && p.below <= 1.f)) return Status::Error("detector.second_look_below must be in (0, 1]");
   if (p.side < 32 || p.side > 640 || p.side % 32 != 0)
-    return Status::Error("second_look.side must be a multiple of 32 in [32, 640]");
-  if (!(p.context >= 1.f && p.context <= 8.f)) return Status::Error("second_look.context must be in [1, 8]");
-  if (p.max_crops < 1 || p.max_crops > 64) return Status::Error("second_look.max_crops must be in [1, 64]");
+    return Status::Error("detector.second_look_side must be a multiple of 32 in [32, 640]");
+  if (!(p.context >= 1.f && p.context <= 8.f)) return Status::Error("detector.second_look_context must be in [1, 8]");
+  if (p.max_crops < 1 || p.max_crops > 64) return Status::Error("detector.second_look_crops must be in [1, 64]");
   return Status::Ok();
 }
 
