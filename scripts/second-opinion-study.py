@@ -90,6 +90,15 @@ def yunet_detect(net, img, low, nms_iou=0.3):
     return [(boxes[k], scores[k]) for k in np.array(keep).reshape(-1)]
 
 
+def cut(frame, x0, y0, x1, y1):
+    """frame[y0:y1, x0:x1], black where the rectangle passes the frame's edge."""
+    import cv2
+    H, W = frame.shape[:2]
+    pad = cv2.copyMakeBorder(frame, max(0, -y0), max(0, y1 - H), max(0, -x0), max(0, x1 - W),
+                             cv2.BORDER_CONSTANT, value=(0, 0, 0))
+    return pad[y0 + max(0, -y0):y1 + max(0, -y0), x0 + max(0, -x0):x1 + max(0, -x0)]
+
+
 def ultraface_opinion(net, frame, box):
     """UltraFace's best face score for a detection box (full-frame pixels)."""
     import cv2
@@ -99,10 +108,7 @@ def ultraface_opinion(net, frame, box):
     cx, cy = x + w / 2, y + h / 2
     x0, y0 = int(round(cx - cw / 2)), int(round(cy - ch / 2))
     x1, y1 = int(round(cx + cw / 2)), int(round(cy + ch / 2))
-    H, W = frame.shape[:2]
-    pad = cv2.copyMakeBorder(frame, max(0, -y0), max(0, y1 - H), max(0, -x0), max(0, x1 - W),
-                             cv2.BORDER_CONSTANT, value=(0, 0, 0))
-    crop = pad[y0 + max(0, -y0):y1 + max(0, -y0), x0 + max(0, -x0):x1 + max(0, -x0)]
+    crop = cut(frame, x0, y0, x1, y1)
     if crop.size == 0:
         return 0.0
     inp = cv2.resize(crop, (320, 240), interpolation=cv2.INTER_AREA)
@@ -130,10 +136,7 @@ def yunet_roi_opinion(net, frame, box, side):
     cx, cy = x + w / 2, y + h / 2
     x0, y0 = int(round(cx - c / 2)), int(round(cy - c / 2))
     x1, y1 = x0 + int(round(c)), y0 + int(round(c))
-    H, W = frame.shape[:2]
-    pad = cv2.copyMakeBorder(frame, max(0, -y0), max(0, y1 - H), max(0, -x0), max(0, x1 - W),
-                             cv2.BORDER_CONSTANT, value=(0, 0, 0))
-    crop = pad[y0 + max(0, -y0):y1 + max(0, -y0), x0 + max(0, -x0):x1 + max(0, -x0)]
+    crop = cut(frame, x0, y0, x1, y1)
     if crop.size == 0:
         return 0.0
     inp = cv2.resize(crop, (side, side), interpolation=cv2.INTER_AREA if crop.shape[0] > side else cv2.INTER_LINEAR)
