@@ -62,11 +62,10 @@ Result<std::vector<Detections>> SecondLookDetector::Detect(const std::vector<cv:
   auto second = inner_->Detect(crops, p_.score);
   // A second look that failed asks nothing away: the first pass stands (fail-safe: more masks).
   if (!second || second->size() != crops.size()) return first;
-  std::vector<std::vector<char>> drop(first->size());
-  for (size_t i = 0; i < first->size(); ++i) drop[i].assign((*first)[i].size(), 0);
   for (size_t j = 0; j < asks.size(); ++j) {
     const Ask& a = asks[j];
-    const Box& b = (*first)[a.image][a.det].box;
+    Detection& det = (*first)[a.image][a.det];
+    const Box& b = det.box;
     bool seen = false;
     for (const Detection& d : (*second)[j]) {
       const float cx = d.box.cx() / a.scale + a.origin.x, cy = d.box.cy() / a.scale + a.origin.y;
@@ -75,13 +74,10 @@ Result<std::vector<Detections>> SecondLookDetector::Detect(const std::vector<cv:
     ++counts_.asked;
     if (seen) ++counts_.kept;
     else {
-      ++counts_.dropped;
-      drop[a.image][a.det] = 1;
+      ++counts_.doubted;
+      det.doubtful = true;
     }
   }
-  for (size_t i = 0; i < first->size(); ++i)
-    for (size_t k = 0; k < (*first)[i].size(); ++k)
-      if (drop[i][k]) (*first)[i][k].doubtful = true;
   return first;
 }
 

@@ -33,7 +33,7 @@ class SecondLookDetector : public Detector {
     return inner_->Forward(images);
   }
   struct Counts {
-    int64_t asked = 0, kept = 0, dropped = 0, unasked = 0;
+    int64_t asked = 0, kept = 0, doubted = 0, unasked = 0;
   };
   const Counts& counts() const { return counts_; }
 

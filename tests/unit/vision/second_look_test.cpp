@@ -65,7 +65,7 @@ TEST(SecondLook, DoubtsAnUncertainBoxWhereTheSecondPassSeesNothingAndKeepsTheRes
   EXPECT_EQ(s->crops.size(), 2u);
   EXPECT_EQ(d.counts().asked, 2);
   EXPECT_EQ(d.counts().kept, 1);
-  EXPECT_EQ(d.counts().dropped, 1);
+  EXPECT_EQ(d.counts().doubted, 1);
   for (const cv::Mat& c : s->crops) EXPECT_EQ(c.size(), cv::Size(128, 128));
 }
 
