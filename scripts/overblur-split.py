@@ -16,7 +16,10 @@ local SSIM < 0.3) counts as destroyed to the first of these parts that covers it
   stray_matched, stray_unconfirmed, stray_coasting
                   a mask on no face: the newest detection matched it; a lone low-score box not
                   confirmed yet; a confirmed track coasting without a match
-  outside         in no listed rectangle (the SSIM window past a mask's edge, coding noise)
+  outside         in no listed mask (the SSIM window past a mask's edge, coding noise)
+
+A mask is its rectangle less the rounded corners its round_* columns describe (mosaic.round,
+the default); the face parts (box, growth) are rectangles within it.
 
 Prints each part's points of the mean over-blur (they add up to it), the same per shot for the
 shots that destroy the most, and the largest stray rectangles.
@@ -100,6 +103,23 @@ for f, (m, p) in enumerate(zip(read_frames(os.path.join(a.clip, "master.mkv")), 
         x, y, w, h = r
         label[max(y, 0):max(y + h, 0), max(x, 0):max(x + w, 0)] = P[part]
 
+    def paint_mask(row, part):
+        """The mask's pixels: its rectangle, less the rounded corners (vision/mosaic.h, RoundRect)."""
+        x, y, w, h = rect(row, "")
+        x0, y0, x1, y1 = max(x, 0), max(y, 0), min(x + w, m.shape[1]), min(y + h, m.shape[0])
+        if x1 <= x0 or y1 <= y0:
+            return
+        if not row.get("round_cx"):
+            label[y0:y1, x0:x1] = P[part]
+            return
+        cx, cy, ix, iy, rx, ry = (float(row["round_" + k]) for k in ("cx", "cy", "ix", "iy", "rx", "ry"))
+        xs = np.arange(x0, x1) + 0.5
+        ys = np.arange(y0, y1)[:, None] + 0.5
+        dx = np.maximum(0.0, np.abs(xs - cx) - ix) / rx
+        dy = np.maximum(0.0, np.abs(ys - cy) - iy) / ry
+        inside = dx * dx + dy * dy <= 1.0
+        label[y0:y1, x0:x1][inside] = P[part]
+
     if any(r["kind"] == "whole_frame" for r in ms):
         label[:] = P["whole_frame"]
     else:
@@ -116,8 +136,11 @@ for f, (m, p) in enumerate(zip(read_frames(os.path.join(a.clip, "master.mkv")), 
         for part in ("stray_coasting", "stray_unconfirmed", "stray_matched", "omitted_face"):
             for r, k in zip(ms, kind):
                 if k == part:
-                    paint(rect(r, ""), part)
-        for key, part in (("", "face_margin"), ("grown_", "face_growth"), ("core_", "face_box")):
+                    paint_mask(r, part)
+        for r, k in zip(ms, kind):
+            if k == "face":
+                paint_mask(r, "face_margin")
+        for key, part in (("grown_", "face_growth"), ("core_", "face_box")):
             for r, k in zip(ms, kind):
                 if k == "face":
                     paint(rect(r, key), part)

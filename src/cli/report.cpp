@@ -108,7 +108,8 @@ ProgressFn TerminalProgress() {
 }
 
 const char kMasksCsvHeader[] =
-    "frame,x,y,w,h,kind,confirmed,core_x,core_y,core_w,core_h,grown_x,grown_y,grown_w,grown_h\n";
+    "frame,x,y,w,h,kind,confirmed,core_x,core_y,core_w,core_h,grown_x,grown_y,grown_w,grown_h,"
+    "round_cx,round_cy,round_ix,round_iy,round_rx,round_ry\n";
 
 std::string MasksCsvRows(int64_t frame, const FrameReport& r) {
   std::string out;
@@ -117,7 +118,7 @@ std::string MasksCsvRows(int64_t frame, const FrameReport& r) {
     out.append(fmt::format("{},", frame));
     rect(r.rects[i]);
     if (r.origins.empty()) {  // fail-closed or full_blur: the whole frame, no track behind it
-      out.append(",whole_frame,,,,,,,,,\n");
+      out.append(",whole_frame,,,,,,,,,,,,,,,\n");
       continue;
     }
     if (i >= r.origins.size()) break;
@@ -127,7 +128,11 @@ std::string MasksCsvRows(int64_t frame, const FrameReport& r) {
     rect(o.core);
     out.push_back(',');
     rect(o.grown);
-    out.push_back('\n');
+    const RoundRect& g = r.rects[i];
+    if (g.round)
+      out.append(fmt::format(",{:.2f},{:.2f},{:.2f},{:.2f},{:.2f},{:.2f}\n", g.cx, g.cy, g.ix, g.iy, g.rx, g.ry));
+    else
+      out.append(",,,,,,\n");
   }
   return out;
 }

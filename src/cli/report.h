@@ -17,7 +17,9 @@ std::string SummaryPrometheus(const JobSummary& s, const std::string& input);
 // newest detection found this face) or coasting (the tracker carries it without a match);
 // `confirmed` is 0 for a lone low-score box not seen again yet. core is the track's box,
 // grown that box grown for motion, x..h the pixelated rectangle (grown plus the margin, snapped
-// to mosaic cells). Pixels of the output frame.
+// to mosaic cells). round_* give the rounded shape inside it (vision/mosaic.h, RoundRect: a pixel
+// whose centre (x + 0.5, y + 0.5) has dx = max(0, |x + 0.5 - cx| - ix), dy likewise, and
+// (dx/rx)^2 + (dy/ry)^2 <= 1 is pixelated); empty with mosaic.round off. Pixels of the output frame.
 extern const char kMasksCsvHeader[];
 std::string MasksCsvRows(int64_t frame, const FrameReport& r);
 // A progress bar on stderr when it is a terminal; nothing otherwise.

@@ -170,6 +170,8 @@ const std::vector<KeySpec>& ConfigKeys() {
       Key("mosaic.full_cell", "full-cell", "cell of whole-frame mosaic (full_blur, fail-closed), px", F(privacy.mosaic.full_frame_cell)),
       Key("mosaic.margin", "margin", "grow each face box by this fraction per side", F(privacy.mosaic.margin)),
       Key("mosaic.margin_min", "margin-min", "...and by at least this many pixels of the detection copy per side", F(privacy.mosaic.margin_min)),
+      Key("mosaic.round", "round-masks", "round each face mask's corners: the face's ellipse swept over its motion bound (false: the whole rectangle)", F(privacy.mosaic.round)),
+      Key("mosaic.round_scale", "", "...the face's ellipse scaled by this within the rectangle (1: inscribed in the face box plus margin; 1.4142: the whole rectangle)", F(privacy.mosaic.round_scale)),
       Key("tracker.score", "score", "detection score that starts a track", F(privacy.tracker.high_score)),
       Key("tracker.low_score", "low-score", "lowest detection score kept (matched to tracks, masked)", F(privacy.tracker.low_score)),
       Key("tracker.max_coast", "max-coast", "frames a track survives without a detection", F(privacy.tracker.max_coast_frames)),

@@ -32,6 +32,15 @@ std::array<int64_t, kOverblurParts> SplitOverblur(const cv::Mat& destroyed, cons
     const cv::Rect c = cv::Rect(r.x0, r.y0, r.x1 - r.x0, r.y1 - r.y0) & frame;
     if (!c.empty()) label(c).setTo(int(p));
   };
+  auto paint_region = [&](const RoundRect& r, OverblurPart p) {
+    for (int y = std::max(r.y0, 0); y < std::min(r.y1, label.rows); ++y) {
+      int a, b;
+      r.RowSpan(y, &a, &b);
+      a = std::max(a, 0);
+      b = std::min(b, label.cols);
+      if (a < b) std::memset(label.ptr<uint8_t>(y) + a, int(p), size_t(b - a));
+    }
+  };
   // On a face: the box's centre lies in an annotated face grown as over-blur grows it (the
   // region over-blur leaves out).
   auto on_face = [&](const MaskOrigin& o) {
@@ -53,9 +62,9 @@ std::array<int64_t, kOverblurParts> SplitOverblur(const cv::Mat& destroyed, cons
   // Lowest precedence first: each later part overwrites the earlier ones.
   for (OverblurPart p : {OverblurPart::kStrayCoasting, OverblurPart::kStrayUnconfirmed, OverblurPart::kStrayMatched})
     for (size_t i = 0; i < masks; ++i)
-      if (!face[i] && stray_part(rep.origins[i]) == p) paint(rep.rects[i], p);
+      if (!face[i] && stray_part(rep.origins[i]) == p) paint_region(rep.rects[i], p);
   for (size_t i = 0; i < masks; ++i)
-    if (face[i]) paint(rep.rects[i], OverblurPart::kFaceMargin);
+    if (face[i]) paint_region(rep.rects[i], OverblurPart::kFaceMargin);
   for (size_t i = 0; i < masks; ++i)
     if (face[i]) paint(rep.origins[i].grown, OverblurPart::kFaceGrowth);
   for (size_t i = 0; i < masks; ++i)
@@ -114,16 +123,20 @@ Motion MotionAt(int k, int t, int frames, cv::Size photo, cv::Size canvas) {
   return {s, tx, ty};
 }
 
-double CoveredFraction(const Box& box, const std::vector<Rect>& rects) {
+double CoveredFraction(const Box& box, const std::vector<RoundRect>& regions) {
   const int x0 = int(std::floor(box.x)), y0 = int(std::floor(box.y));
   const int x1 = int(std::ceil(box.x2())), y1 = int(std::ceil(box.y2()));
   const int w = x1 - x0, h = y1 - y0;
   if (w <= 0 || h <= 0) return 1.0;
   std::vector<uint8_t> m(size_t(w) * h, 0);
-  for (const Rect& r : rects) {
-    const int ax = std::max(r.x0, x0), ay = std::max(r.y0, y0), bx = std::min(r.x1, x1), by = std::min(r.y1, y1);
-    if (ax >= bx || ay >= by) continue;
-    for (int y = ay; y < by; ++y) std::fill(&m[size_t(y - y0) * w + (ax - x0)], &m[size_t(y - y0) * w + (bx - x0)], 1);
+  for (const RoundRect& r : regions) {
+    for (int y = std::max(r.y0, y0); y < std::min(r.y1, y1); ++y) {
+      int a, b;
+      r.RowSpan(y, &a, &b);
+      a = std::max(a, x0);
+      b = std::min(b, x1);
+      if (a < b) std::fill(&m[size_t(y - y0) * w + (a - x0)], &m[size_t(y - y0) * w + (b - x0)], 1);
+    }
   }
   size_t n = 0;
   for (uint8_t v : m) n += v;

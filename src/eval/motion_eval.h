@@ -79,8 +79,8 @@ struct MotionEvalResult {
   nlohmann::json ToJson() const;
 };
 
-// Share of `box` covered by the union of `rects`.
-double CoveredFraction(const Box& box, const std::vector<Rect>& rects);
+// Share of `box` covered by the union of `regions` (their pixels, rounded corners left out).
+double CoveredFraction(const Box& box, const std::vector<RoundRect>& regions);
 
 Result<MotionEvalResult> RunMotionEval(const std::vector<GtImage>& images, const PrivacyConfig& cfg,
                                        Detector* det, const MotionEvalOptions& o);

@@ -158,7 +158,7 @@ bool PrivacyStage::SceneCut(const Frame& f) {
 FrameReport PrivacyStage::Process(Frame& f) {
   FrameReport r;
   ++counters_.frames;
-  const Rect whole{0, 0, f.width, f.height};
+  const RoundRect whole(Rect{0, 0, f.width, f.height});
   if (cfg_.mode == Mode::kBypass) return r;
   if (cfg_.mode == Mode::kFullBlur) {
     double t0 = NowMs();
@@ -217,9 +217,9 @@ FrameReport PrivacyStage::Process(Frame& f) {
   } else {
     const float px_per_detect_px = float(f.width) / FitSize(f.width, f.height, cfg_.detect_box).width;
     for (const Mask& m : tracker_.Masks(f.width, f.height)) {
-      const Rect rect = MaskRectFor(m.box, cfg_.mosaic, px_per_detect_px, f.width, f.height);
+      const RoundRect rect = RoundMaskFor(m.core, m.box, cfg_.mosaic, px_per_detect_px, f.width, f.height);
       if (rect.empty()) continue;
-      MosaicRect(f, rect, CellSizeFor(m.face_w, cfg_.mosaic));
+      MosaicShape(f, rect, CellSizeFor(m.face_w, cfg_.mosaic));
       r.rects.push_back(rect);
       // A track the newest detection matched has coasted no longer than the frames since it ran.
       r.origins.push_back({MosaicRectFor(m.core, f.width, f.height), MosaicRectFor(m.box, f.width, f.height),

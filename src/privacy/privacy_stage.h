@@ -60,7 +60,7 @@ struct FrameReport {
   bool fail_closed = false;   // whole frame pixelated for lack of a fresh result
   bool scene_cut = false;
   int masks = 0;
-  std::vector<Rect> rects;    // pixelated rectangles (whole frame when fail-closed/full_blur)
+  std::vector<RoundRect> rects;  // pixelated regions (whole frame when fail-closed/full_blur)
   std::vector<MaskOrigin> origins;  // one per rect of a face mask (none when fail-closed/full_blur)
   // ms_detect: sync, the detector's time on this frame; async, submit ->
   // result of the detection applied on this frame (-1 when none arrived).

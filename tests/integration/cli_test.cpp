@@ -153,12 +153,20 @@ TEST(Cli, MasksCsvListsWhatThePixelsShowIsPixelated) {
   std::ifstream in(csv);
   std::string line;
   ASSERT_TRUE(std::getline(in, line));
-  EXPECT_EQ(line, "frame,x,y,w,h,kind,confirmed,core_x,core_y,core_w,core_h,grown_x,grown_y,grown_w,grown_h");
-  std::map<int, std::vector<cv::Rect>> rects;
-  int rows = 0, whole = 0, coasting = 0;
+  EXPECT_EQ(line,
+            "frame,x,y,w,h,kind,confirmed,core_x,core_y,core_w,core_h,grown_x,grown_y,grown_w,grown_h,"
+            "round_cx,round_cy,round_ix,round_iy,round_rx,round_ry");
+  // Each row's pixels: its rectangle, less the rounded corners its round_* columns describe.
+  struct Listed {
+    cv::Rect rect;
+    bool round = false;
+    double cx = 0, cy = 0, ix = 0, iy = 0, rx = 0, ry = 0;
+  };
+  std::map<int, std::vector<Listed>> rects;
+  int rows = 0, whole = 0, coasting = 0, round = 0;
   while (std::getline(in, line)) {
     std::stringstream ss(line);
-    std::string v[15];
+    std::string v[21];
     for (auto& x : v) std::getline(ss, x, ',');
     ASSERT_TRUE(v[5] == "matched" || v[5] == "coasting" || v[5] == "whole_frame") << line;
     const cv::Rect b(std::stoi(v[1]), std::stoi(v[2]), std::stoi(v[3]), std::stoi(v[4]));
@@ -173,10 +181,20 @@ TEST(Cli, MasksCsvListsWhatThePixelsShowIsPixelated) {
       const cv::Rect grown(std::stoi(v[11]), std::stoi(v[12]), std::stoi(v[13]), std::stoi(v[14]));
       EXPECT_EQ(grown & core, core & cv::Rect(0, 0, 1280, 720)) << "the grown box holds the core: " << line;
     }
-    rects[std::stoi(v[0])].push_back(b);
+    Listed l{b};
+    if (!v[15].empty()) {
+      l.round = true;
+      ++round;
+      l.cx = std::stod(v[15]), l.cy = std::stod(v[16]), l.ix = std::stod(v[17]), l.iy = std::stod(v[18]);
+      l.rx = std::stod(v[19]), l.ry = std::stod(v[20]);
+      EXPECT_TRUE(l.rx > 0 && l.ry > 0) << line;
+    }
+    rects[std::stoi(v[0])].push_back(l);
     ++rows;
   }
-  std::printf("masks.csv: %d rows in %zu frames (%d whole-frame, %d coasting)\n", rows, rects.size(), whole, coasting);
+  std::printf("masks.csv: %d rows in %zu frames (%d whole-frame, %d coasting, %d round)\n", rows, rects.size(), whole,
+              coasting, round);
+  EXPECT_GT(round, 0) << "face masks are round by default";
   EXPECT_GE(rects.size(), 80u) << "the clip has faces in every shot";
   auto rd = MediaReader::Open(out);
   ASSERT_TRUE(rd.ok()) << rd.error();
@@ -190,11 +208,18 @@ TEST(Cli, MasksCsvListsWhatThePixelsShowIsPixelated) {
     const cv::Mat y((*f)->height, (*f)->width, CV_8UC1, (*f)->y.data, size_t((*f)->y.stride));
     const FrameJudgement j = JudgeFrame(clip.master[size_t(i)], y, {});  // every textured pixel judged
     cv::Mat listed(y.size(), CV_8U, cv::Scalar(0)), near(y.size(), CV_8U, cv::Scalar(0));
-    for (const cv::Rect& b : rects[i]) {
-      listed(b & cv::Rect(0, 0, y.cols, y.rows)).setTo(255);
-      // the SSIM window (11x11) reaches 5 px past a mosaic's edge; cells may round 2 px more
-      near(cv::Rect(b.x - 8, b.y - 8, b.width + 16, b.height + 16) & cv::Rect(0, 0, y.cols, y.rows)).setTo(255);
+    for (const Listed& l : rects[i]) {
+      const cv::Rect b = l.rect;
+      const cv::Rect c = b & cv::Rect(0, 0, y.cols, y.rows);
+      for (int yy = c.y; yy < c.y + c.height; ++yy)
+        for (int xx = c.x; xx < c.x + c.width; ++xx) {
+          const double dx = std::max(0.0, std::abs(xx + 0.5 - l.cx) - l.ix);
+          const double dy = std::max(0.0, std::abs(yy + 0.5 - l.cy) - l.iy);
+          if (!l.round || (dx / l.rx) * (dx / l.rx) + (dy / l.ry) * (dy / l.ry) <= 1.0) listed.at<uint8_t>(yy, xx) = 255;
+        }
     }
+    // the SSIM window (11x11) reaches 5 px past a mosaic's edge; cells may round 2 px more
+    cv::dilate(listed, near, cv::getStructuringElement(cv::MORPH_RECT, {17, 17}));
     cv::Mat textured;  // the judge's denominator with no faces: destroyed or not, local std >= 10
     cv::Mat m32, m2, mu;
     clip.master[size_t(i)].convertTo(m32, CV_32F);
@@ -206,10 +231,10 @@ TEST(Cli, MasksCsvListsWhatThePixelsShowIsPixelated) {
     inside += cv::countNonZero(textured & listed);
     inside_destroyed += cv::countNonZero(j.destroyed & listed);
   }
-  std::printf("destroyed pixels %lld, outside the listed rectangles %lld; textured pixels inside %lld, destroyed %lld\n",
+  std::printf("destroyed pixels %lld, outside the listed masks %lld; textured pixels inside %lld, destroyed %lld\n",
               (long long)destroyed, (long long)destroyed_outside, (long long)inside, (long long)inside_destroyed);
   EXPECT_GT(destroyed, 0);
-  EXPECT_LE(destroyed_outside, destroyed / 100) << "pixels destroyed where the CSV lists no rectangle";
+  EXPECT_LE(destroyed_outside, destroyed / 100) << "pixels destroyed where the CSV lists no mask";
   EXPECT_GE(inside_destroyed, inside * 6 / 10) << "listed rectangles that the output did not pixelate";
   std::filesystem::remove(out);
   std::filesystem::remove(csv);

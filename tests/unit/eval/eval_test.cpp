@@ -41,16 +41,16 @@ TEST(Overblur, EachDestroyedPixelGoesToTheFirstPartCoveringIt) {
   const std::vector<cv::Rect2d> faces = {{20, 20, 20, 20}};  // grown by 50%: x and y in [10, 50]
   FrameReport rep;
   // On the face: core 20x20 in grown 30x30 in a 40x40 rect.
-  rep.rects.push_back({10, 10, 50, 50});
+  rep.rects.push_back(Rect{10, 10, 50, 50});
   rep.origins.push_back({Rect{20, 20, 40, 40}, Rect{15, 15, 45, 45}, /*matched=*/true, /*confirmed=*/true});
   // A coasting stray (centre x 55, off the face) overlapping the face's rect: the overlap is the face's.
-  rep.rects.push_back({40, 20, 70, 40});
+  rep.rects.push_back(Rect{40, 20, 70, 40});
   rep.origins.push_back({Rect{40, 20, 70, 40}, Rect{40, 20, 70, 40}, false, true});
   // A lone low-score stray reaching past the frame's right edge (clipped), mostly in the intact quarter,
-  rep.rects.push_back({140, 60, 260, 80});
+  rep.rects.push_back(Rect{140, 60, 260, 80});
   rep.origins.push_back({Rect{140, 60, 260, 80}, Rect{140, 60, 260, 80}, true, false});
   // ...under a matched stray that overlaps it by x 140..145: the matched one comes first.
-  rep.rects.push_back({100, 60, 145, 80});
+  rep.rects.push_back(Rect{100, 60, 145, 80});
   rep.origins.push_back({Rect{100, 60, 145, 80}, Rect{100, 60, 145, 80}, true, true});
   const auto n = SplitOverblur(destroyed, rep, faces);
   EXPECT_EQ(n[size_t(OverblurPart::kFaceBox)], 20 * 20);
@@ -75,7 +75,7 @@ TEST(Overblur, EachDestroyedPixelGoesToTheFirstPartCoveringIt) {
 
   FrameReport closed;  // fail-closed: one whole-frame rect, no face masks
   closed.fail_closed = true;
-  closed.rects.push_back({0, 0, 200, 100});
+  closed.rects.push_back(Rect{0, 0, 200, 100});
   const auto c = SplitOverblur(destroyed, closed, faces);
   EXPECT_EQ(c[size_t(OverblurPart::kWholeFrame)], 150 * 100);
   EXPECT_EQ(c[size_t(OverblurPart::kOutsideMasks)], 0);

@@ -135,6 +135,165 @@ TEST(Mosaic, MaskGrowsByTheMarginOrTheDetectorPixelFloorWhicheverIsLarger) {
   EXPECT_EQ(r.y1, 154);  // 148 + 4.8, up to even
 }
 
+// Independent reference for a shaped mosaic: a luma pixel is written when its centre lies in
+// the rounded rectangle (the formula of vision/mosaic.h), a chroma sample when any of its four
+// luma pixels is; a written pixel is the rounded mean of its whole cell (cells anchored at the
+// rectangle's corner), the others stay.
+void ExpectShapePixelated(const Frame& before, const Frame& after, const RoundRect& r, int cell) {
+  auto inside = [&](int x, int y) {
+    if (x < r.x0 || x >= r.x1 || y < r.y0 || y >= r.y1) return false;
+    const double dx = std::max(0.0, std::abs(x + 0.5 - r.cx) - r.ix), dy = std::max(0.0, std::abs(y + 0.5 - r.cy) - r.iy);
+    return (dx / r.rx) * (dx / r.rx) + (dy / r.ry) * (dy / r.ry) <= 1.0 + 1e-6;
+  };
+  struct P {
+    const Plane *b, *a;
+    int x0, y0, x1, y1, cell, sub;
+  };
+  for (const P& p : {P{&before.y, &after.y, r.x0, r.y0, r.x1, r.y1, cell, 1},
+                     P{&before.u, &after.u, r.x0 / 2, r.y0 / 2, (r.x1 + 1) / 2, (r.y1 + 1) / 2, cell / 2, 2},
+                     P{&before.v, &after.v, r.x0 / 2, r.y0 / 2, (r.x1 + 1) / 2, (r.y1 + 1) / 2, cell / 2, 2}}) {
+    int written = 0;
+    for (int y = 0; y < p.b->height; ++y)
+      for (int x = 0; x < p.b->width; ++x) {
+        bool in = false;
+        for (int k = 0; k < p.sub * p.sub; ++k) in = in || inside(x * p.sub + k % p.sub, y * p.sub + k / p.sub);
+        const uint8_t got = p.a->row(y)[x];
+        if (!in) {
+          ASSERT_EQ(got, p.b->row(y)[x]) << "outside the shape, changed at " << x << "," << y;
+          continue;
+        }
+        ++written;
+        const int cx = p.x0 + (x - p.x0) / p.cell * p.cell, cy = p.y0 + (y - p.y0) / p.cell * p.cell;
+        double sum = 0;
+        int n = 0;
+        for (int yy = cy; yy < std::min(cy + p.cell, p.y1); ++yy)
+          for (int xx = cx; xx < std::min(cx + p.cell, p.x1); ++xx, ++n) sum += p.b->row(yy)[xx];
+        ASSERT_EQ(got, uint8_t(std::floor(sum / n + 0.5))) << "at " << x << "," << y;
+      }
+    EXPECT_GT(written, 0);
+  }
+}
+
+TEST(Mosaic, RoundMaskOfAFreshFaceIsItsEllipsePixelExact) {
+  MosaicParams p;
+  p.round_scale = 1.0;
+  p.margin = 0.1;
+  p.margin_min = 0;
+  const Box face{40, 30, 100, 120};
+  const RoundRect r = RoundMaskFor(face, face, p, 2.f, 256, 200);
+  ASSERT_TRUE(r.round);
+  EXPECT_EQ(r.x0, 30);  // the rectangle is MaskRectFor's
+  EXPECT_EQ(r.x1, 150);
+  EXPECT_EQ(r.y0, 18);
+  EXPECT_EQ(r.y1, 162);
+  EXPECT_FLOAT_EQ(r.ix, 0.f);  // no motion: the ellipse inscribed in the face box plus its margin
+  EXPECT_FLOAT_EQ(r.rx, 60.f);
+  EXPECT_FLOAT_EQ(r.ry, 72.f);
+  // pi/4 of the rectangle, to the pixel
+  EXPECT_NEAR(double(r.Area()), M_PI / 4 * 120 * 144, 120 * 144 * 0.01);
+  int a, b;
+  r.RowSpan(89, &a, &b);  // the middle row: the whole width
+  EXPECT_EQ(a, 30);
+  EXPECT_EQ(b, 150);
+  r.RowSpan(18, &a, &b);  // the top row: a few pixels around the centre
+  EXPECT_GT(a, 80);
+  EXPECT_LT(b, 100);
+  r.RowSpan(17, &a, &b);  // outside the rectangle
+  EXPECT_GE(a, b);
+
+  // round_scale widens the ellipse within the same rectangle: sqrt(2) leaves the rectangle whole.
+  MosaicParams wide = p;
+  wide.round_scale = 1.2;
+  const RoundRect w = RoundMaskFor(face, face, wide, 2.f, 256, 200);
+  EXPECT_FLOAT_EQ(w.rx, 72.f);
+  EXPECT_EQ(w.x0, r.x0);
+  EXPECT_EQ(w.y1, r.y1);
+  EXPECT_GT(w.Area(), r.Area());
+  wide.round_scale = 1.5;
+  EXPECT_EQ(RoundMaskFor(face, face, wide, 2.f, 256, 200).Area(), int64_t(120) * 144);
+
+  auto f = MakeFrame(256, 200), orig = MakeFrame(256, 200);
+  FillRandom(*f, 3);
+  CopyFrame(*f, *orig);
+  MosaicShape(*f, r, 16);
+  ExpectShapePixelated(*orig, *f, r, 16);
+}
+
+TEST(Mosaic, RoundMaskHoldsTheFaceEllipseAnywhereItsMotionBoundAllows) {
+  MosaicParams p;
+  p.round_scale = 1.0;  // the tightest shape allowed
+  p.margin = 0.1;
+  p.margin_min = 10;
+  const Box face{300, 200, 80, 96};
+  const float gx = 30, gy = 18;  // the tracker's motion bound, per side
+  const Box grown{face.x - gx, face.y - gy, face.w + 2 * gx, face.h + 2 * gy};
+  const RoundRect r = RoundMaskFor(face, grown, p, 2.f, 1280, 720);
+  const Rect rect = MaskRectFor(grown, p, 2.f, 1280, 720);
+  EXPECT_EQ(r.x0, rect.x0);
+  EXPECT_EQ(r.x1, rect.x1);
+  EXPECT_EQ(r.y0, rect.y0);
+  EXPECT_EQ(r.y1, rect.y1);
+  EXPECT_FLOAT_EQ(r.ix, gx);
+  EXPECT_FLOAT_EQ(r.iy, gy);
+  // The face moved anywhere in the bound (corners included): the ellipse inscribed in its box
+  // plus the margin (20 px floor: 0.1 * 80 < 20) is inside the region, pixel for pixel.
+  auto in_region = [&](int x, int y) {
+    int a, b;
+    r.RowSpan(y, &a, &b);
+    return x >= a && x < b;
+  };
+  for (float ox : {-gx, 0.f, gx})
+    for (float oy : {-gy, 0.f, gy}) {
+      const float cx = face.x + face.w / 2 + ox, cy = face.y + face.h / 2 + oy;
+      const float ax = face.w / 2 + 20, ay = face.h / 2 + 20;
+      int missed = 0, n = 0;
+      for (int y = int(cy - ay); y <= int(cy + ay); ++y)
+        for (int x = int(cx - ax); x <= int(cx + ax); ++x) {
+          const float dx = (x + 0.5f - cx) / ax, dy = (y + 0.5f - cy) / ay;
+          if (dx * dx + dy * dy > 0.999f) continue;
+          ++n;
+          missed += !in_region(x, y);
+        }
+      EXPECT_GT(n, 10000);
+      EXPECT_EQ(missed, 0) << "face moved by " << ox << "," << oy;
+    }
+  // ...and the corners of the rectangle, which no such ellipse reaches, are left alone.
+  EXPECT_FALSE(in_region(r.x0, r.y0));
+  EXPECT_FALSE(in_region(r.x1 - 1, r.y1 - 1));
+  EXPECT_LT(r.Area(), int64_t(rect.width()) * rect.height());
+
+  // Clipped by the frame's edge, the shape stays where it was: the clipped part is gone, the
+  // rest is unchanged.
+  const Box edge_face{-30, 200, 80, 96};
+  const RoundRect e = RoundMaskFor(edge_face, edge_face, p, 2.f, 1280, 720);
+  EXPECT_EQ(e.x0, 0);
+  EXPECT_FLOAT_EQ(e.cx, 10.f);
+  int a, b;
+  e.RowSpan(248, &a, &b);
+  EXPECT_EQ(a, 0);
+
+  auto f = MakeFrame(640, 480), orig = MakeFrame(640, 480);
+  FillRandom(*f, 4);
+  CopyFrame(*f, *orig);
+  const RoundRect moved = RoundMaskFor(Box{200, 150, 81, 95}, Box{171, 133, 139, 131}, p, 2.f, 640, 480);
+  MosaicShape(*f, moved, 10);
+  ExpectShapePixelated(*orig, *f, moved, 10);
+}
+
+TEST(Mosaic, SquareMasksWhenRoundIsOff) {
+  MosaicParams p;
+  p.round = false;
+  const Box face{100, 100, 60, 60};
+  const RoundRect r = RoundMaskFor(face, face, p, 2.f, 640, 480);
+  EXPECT_FALSE(r.round);
+  EXPECT_EQ(r.Area(), int64_t(r.width()) * r.height());
+  auto f = MakeFrame(320, 240), orig = MakeFrame(320, 240);
+  FillRandom(*f, 5);
+  CopyFrame(*f, *orig);
+  MosaicShape(*f, r, 8);
+  ExpectPixelated(orig->y, f->y, r.x0, r.y0, r.x1, r.y1, 8);
+}
+
 TEST(Mosaic, RejectsDegenerateParameters) {
   MosaicParams p;
   EXPECT_TRUE(Validate(p).ok());
@@ -154,6 +313,11 @@ TEST(Mosaic, RejectsDegenerateParameters) {
   EXPECT_FALSE(Validate(p).ok());
   p = {};
   p.fixed_cell = 2;
+  EXPECT_FALSE(Validate(p).ok());
+  p = {};
+  p.round_scale = 0.9;  // an ellipse inside the face's own box
+  EXPECT_FALSE(Validate(p).ok());
+  p.round_scale = std::nan("");
   EXPECT_FALSE(Validate(p).ok());
   p = {};
   p.cells_across = std::nan("");
