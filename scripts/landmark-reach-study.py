@@ -29,19 +29,11 @@ import sys
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from leakcheck_faces import iou  # noqa: E402
 
 OUTS = ["cls_8", "cls_16", "cls_32", "obj_8", "obj_16", "obj_32", "bbox_8", "bbox_16", "bbox_32",
         "kps_8", "kps_16", "kps_32"]
-
-
-def iou(a, b):
-    ax0, ay0, aw, ah = a
-    bx0, by0, bw, bh = b
-    ix = max(0.0, min(ax0 + aw, bx0 + bw) - max(ax0, bx0))
-    iy = max(0.0, min(ay0 + ah, by0 + bh) - max(ay0, by0))
-    inter = ix * iy
-    u = aw * ah + bw * bh - inter
-    return inter / u if u > 0 else 0.0
 
 
 def detect(net, img, low=0.5, nms_iou=0.3):

@@ -13,6 +13,17 @@ from collections import defaultdict
 import numpy as np
 
 
+def iou(a, b):
+    """Intersection over union of two (x, y, w, h) boxes."""
+    ax0, ay0, aw, ah = a
+    bx0, by0, bw, bh = b
+    ix = max(0.0, min(ax0 + aw, bx0 + bw) - max(ax0, bx0))
+    iy = max(0.0, min(ay0 + ah, by0 + bh) - max(ay0, by0))
+    inter = ix * iy
+    u = aw * ah + bw * bh - inter
+    return inter / u if u > 0 else 0.0
+
+
 def add_clip_args(ap, here):
     """The options every script over a leakcheck clip takes: how the clip was made, and where
     leakcheck lives."""

@@ -36,17 +36,7 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from leakcheck_faces import add_clip_args, check_clip_args, every_face  # noqa: E402
-
-
-def iou(a, b):
-    ax0, ay0, aw, ah = a
-    bx0, by0, bw, bh = b
-    ix = max(0.0, min(ax0 + aw, bx0 + bw) - max(ax0, bx0))
-    iy = max(0.0, min(ay0 + ah, by0 + bh) - max(ay0, by0))
-    inter = ix * iy
-    u = aw * ah + bw * bh - inter
-    return inter / u if u > 0 else 0.0
+from leakcheck_faces import add_clip_args, check_clip_args, every_face, iou  # noqa: E402
 
 
 def on_face(det, faces):
