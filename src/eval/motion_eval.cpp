@@ -27,12 +27,7 @@ std::array<int64_t, kOverblurParts> SplitOverblur(const cv::Mat& destroyed, cons
     return n;
   }
   cv::Mat label(destroyed.size(), CV_8U, cv::Scalar(int(OverblurPart::kOutsideMasks)));
-  const cv::Rect frame(0, 0, label.cols, label.rows);
-  auto paint = [&](const Rect& r, OverblurPart p) {
-    const cv::Rect c = cv::Rect(r.x0, r.y0, r.x1 - r.x0, r.y1 - r.y0) & frame;
-    if (!c.empty()) label(c).setTo(int(p));
-  };
-  auto paint_region = [&](const RoundRect& r, OverblurPart p) {
+  auto paint = [&](const RoundRect& r, OverblurPart p) {  // a plain Rect converts: its whole rectangle
     for (int y = std::max(r.y0, 0); y < std::min(r.y1, label.rows); ++y) {
       int a, b;
       r.RowSpan(y, &a, &b);
@@ -62,9 +57,9 @@ std::array<int64_t, kOverblurParts> SplitOverblur(const cv::Mat& destroyed, cons
   // Lowest precedence first: each later part overwrites the earlier ones.
   for (OverblurPart p : {OverblurPart::kStrayCoasting, OverblurPart::kStrayUnconfirmed, OverblurPart::kStrayMatched})
     for (size_t i = 0; i < masks; ++i)
-      if (!face[i] && stray_part(rep.origins[i]) == p) paint_region(rep.rects[i], p);
+      if (!face[i] && stray_part(rep.origins[i]) == p) paint(rep.rects[i], p);
   for (size_t i = 0; i < masks; ++i)
-    if (face[i]) paint_region(rep.rects[i], OverblurPart::kFaceMargin);
+    if (face[i]) paint(rep.rects[i], OverblurPart::kFaceMargin);
   for (size_t i = 0; i < masks; ++i)
     if (face[i]) paint(rep.origins[i].grown, OverblurPart::kFaceGrowth);
   for (size_t i = 0; i < masks; ++i)

@@ -144,25 +144,19 @@ void MosaicPlane(const Plane& pl, int x0, int y0, int x1, int y1, int cell, cons
     }
   }
 }
-
-void WholeRows(int, int*, int*) {}
 }  // namespace
 
-void MosaicRect(Frame& f, const Rect& r, int cell) {
-  if (r.empty() || cell < 2) return;
-  MosaicPlane(f.y, r.x0, r.y0, r.x1, r.y1, cell, WholeRows);
-  const int cc = std::max(1, cell / 2);
-  const int cx0 = r.x0 / 2, cy0 = r.y0 / 2, cx1 = (r.x1 + 1) / 2, cy1 = (r.y1 + 1) / 2;
-  MosaicPlane(f.u, cx0, cy0, cx1, cy1, cc, WholeRows);
-  MosaicPlane(f.v, cx0, cy0, cx1, cy1, cc, WholeRows);
-}
+void MosaicRect(Frame& f, const Rect& r, int cell) { MosaicShape(f, RoundRect(r), cell); }
 
 void MosaicShape(Frame& f, const RoundRect& r, int cell) {
-  if (!r.round) return MosaicRect(f, r, cell);
   if (r.empty() || cell < 2) return;
-  MosaicPlane(f.y, r.x0, r.y0, r.x1, r.y1, cell, [&](int y, int* a, int* b) { r.RowSpan(y, a, b); });
+  // A plain rectangle keeps every row whole (MosaicPlane starts each span at [x0, x1)).
+  MosaicPlane(f.y, r.x0, r.y0, r.x1, r.y1, cell, [&](int y, int* a, int* b) {
+    if (r.round) r.RowSpan(y, a, b);
+  });
   // A chroma sample covers luma rows 2y, 2y+1 and columns 2x, 2x+1: written where either row is.
   auto chroma = [&](int y, int* a, int* b) {
+    if (!r.round) return;
     int a0, b0, a1, b1;
     r.RowSpan(2 * y, &a0, &b0);
     r.RowSpan(2 * y + 1, &a1, &b1);

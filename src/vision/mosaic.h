@@ -69,9 +69,9 @@ int CellSizeFor(float face_width, const MosaicParams& p);
 // from the rectangle's top-left corner, each set to the rounded mean of the
 // original pixels of that cell (partial cells at the edges use their own mean).
 void MosaicRect(Frame& f, const Rect& r, int cell);
-// The same, written only inside the rounded shape (the cells' means still take the whole cell:
-// the pixels left outside are the original ones anyway). Chroma samples are written where any of
-// their luma pixels is.
+// The same, written only inside the region (a plain RoundRect: the whole rectangle; the cells'
+// means still take the whole cell: the pixels left outside are the original ones anyway).
+// Chroma samples are written where any of their luma pixels is.
 void MosaicShape(Frame& f, const RoundRect& r, int cell);
 // The mask of a face: MaskRectFor(grown, ...), with its corners rounded when p.round. The
 // corner ellipse is the face's own: half of `face` (the track's box before growth) plus the

@@ -235,7 +235,7 @@ TEST(Cli, MasksCsvListsWhatThePixelsShowIsPixelated) {
               (long long)destroyed, (long long)destroyed_outside, (long long)inside, (long long)inside_destroyed);
   EXPECT_GT(destroyed, 0);
   EXPECT_LE(destroyed_outside, destroyed / 100) << "pixels destroyed where the CSV lists no mask";
-  EXPECT_GE(inside_destroyed, inside * 6 / 10) << "listed rectangles that the output did not pixelate";
+  EXPECT_GE(inside_destroyed, inside * 6 / 10) << "listed masks that the output did not pixelate";
   std::filesystem::remove(out);
   std::filesystem::remove(csv);
 }
