@@ -80,7 +80,7 @@ void BM_YuNetDetect(benchmark::State& st) {
   st.counters["ms_per_frame"] =
       benchmark::Counter(double(batch), benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
 }
-BENCHMARK(BM_YuNetDetect)->Args({320, 180, 1})->Args({640, 360, 1})->Args({640, 360, 4})->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_YuNetDetect)->Args({320, 180, 1})->Args({640, 352, 1})->Args({640, 360, 1})->Args({640, 360, 4})->Unit(benchmark::kMillisecond);
 
 // Batches of varying size, as a scheduler forms them (3, 4, 2, 4, 1 ...):
 // arg 0 = one network for every shape (OpenCV re-plans it at each change),

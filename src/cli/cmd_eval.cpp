@@ -34,8 +34,8 @@ void RegisterEval(CLI::App& app, int* rc) {
                   "Motion eval: judge over-blur and whole-frame mosaic on every Nth frame (default 5; faces: every frame)")
       ->check(CLI::Range(1, 1000));
   sub->add_option("--leaks-csv", o->motion.leaks_csv,
-                  "Motion eval: write every face-frame the pixels show (photo, image, face, frame, size, "
-                  "attributes, share covered) to this CSV");
+                  "Motion eval: write every face-frame the pixels show or the masks cover less than --covered of "
+                  "(photo, image, face, frame, size, attributes, share covered, visible 0/1, box) to this CSV");
   sub->add_option("--frames-per-photo", o->motion.frames_per_photo, "Motion eval: frames per photo")
       ->check(CLI::Range(3, 3000));
   sub->add_flag("--photos-only", o->photos_only, "Only the photo evaluation");

@@ -148,7 +148,7 @@ Result<MotionEvalResult> RunMotionEval(const std::vector<GtImage>& images, const
   if (!o.leaks_csv.empty()) {
     leaks.open(o.leaks_csv);
     if (!leaks) return Status::Error("cannot write " + o.leaks_csv);
-    leaks << "photo,image,face,frame,min_side,clear,pose,occlusion,blur,covered\n";
+    leaks << "photo,image,face,frame,min_side,clear,pose,occlusion,blur,covered,visible,x,y,w,h\n";
   }
   PrivacyStage stage(cfg, det);
   MotionEvalResult r;
@@ -210,10 +210,11 @@ Result<MotionEvalResult> RunMotionEval(const std::vector<GtImage>& images, const
         if (clipped.w <= 0 || clipped.h <= 0 || clipped.area() < 0.5f * b.area()) continue;
         const bool ok = CoveredFraction(clipped, rep.rects) >= o.covered;
         const bool visible = BestHalfSsim(master_y, out_y, {b.x, b.y, b.w, b.h}) >= kLeakSsim;
-        if (visible && leaks)
+        if ((visible || !ok) && leaks)
           leaks << photos << ',' << im.path << ',' << g << ',' << t << ',' << std::lround(f.min_side() * mo.s) << ','
                 << f.clear() << ',' << f.pose << ',' << f.occlusion << ',' << f.blur << ','
-                << CoveredFraction(clipped, rep.rects) << '\n';
+                << CoveredFraction(clipped, rep.rects) << ',' << visible << ',' << std::lround(b.x) << ','
+                << std::lround(b.y) << ',' << std::lround(b.w) << ',' << std::lround(b.h) << '\n';
         cov[g][t] = ok ? 1 : 0;
         ++r.face_frames;
         r.leaked += !ok;

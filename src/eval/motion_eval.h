@@ -28,7 +28,7 @@ struct MotionEvalOptions {
   double covered = 0.90;       // a face-frame leaks when less than this share of its box is pixelated
   int pixel_every = 5;         // judge over-blur and whole-frame mosaic on every Nth frame (faces: every frame);
                                // 18 ms per judged 720p frame on the 2-vCPU Xeon: every frame would double the eval
-  std::string leaks_csv;       // non-empty: one row per face-frame the pixels show (what is still missed)
+  std::string leaks_csv;       // non-empty: one row per face-frame the pixels show or the masks cover too little of (what is still missed)
 };
 
 // Scale/translation of photo `photo_index` at frame `t`: x' = s*x + tx, y' = s*y + ty.

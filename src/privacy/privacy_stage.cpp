@@ -52,11 +52,12 @@ PrivacyStage::PrivacyStage(const PrivacyConfig& c, DetectionSink* scheduler, uin
 
 void PrivacyStage::UpdateTracker(const Detections& small_dets, const Frame& f, int64_t detected_frame) {
   const cv::Size small = FitSize(f.width, f.height, cfg_.detect_box);
+  const cv::Rect window = DetectWindow(small, cfg_.detect_trim);
   const float sx = float(f.width) / small.width, sy = float(f.height) / small.height;
   Detections full;
   full.reserve(small_dets.size());
   for (const auto& d : small_dets) {
-    full.push_back({d.box.Scaled(sx, sy), d.score, d.doubtful});
+    full.push_back({FromWindow(d.box, window, small).Scaled(sx, sy), d.score, d.doubtful});
     counters_.doubtful_detections += d.doubtful ? 1 : 0;
   }
   // A live result describes an earlier frame: its masks grow from that frame on.
@@ -74,10 +75,11 @@ void PrivacyStage::set_extra_every(int k) { extra_every_ = std::clamp(k, 0, max_
 bool PrivacyStage::DetectNow(const Frame& f, FrameReport& r) {
   if (!det_) return true;
   double t0 = NowMs();
-  DownscaleToBgr(f, FitSize(f.width, f.height, cfg_.detect_box), small_);
+  const cv::Size small = FitSize(f.width, f.height, cfg_.detect_box);
+  DownscaleToBgr(f, small, small_);
   const double t1 = NowMs();
   r.ms_preprocess = t1 - t0;
-  auto res = det_->Detect({small_}, cfg_.tracker.low_score);
+  auto res = det_->Detect({small_(DetectWindow(small, cfg_.detect_trim))}, cfg_.tracker.low_score);
   const double t2 = NowMs();
   r.ms_detect = t2 - t1;
   const double cost = r.ms_preprocess + r.ms_detect;
@@ -96,7 +98,9 @@ void PrivacyStage::Submit(const Frame& f, FrameReport& r) {
   DetectRequest q;
   q.session = session_;
   q.frame_index = f.index;
-  DownscaleToBgr(f, FitSize(f.width, f.height, cfg_.detect_box), q.image);  // a fresh Mat: owned by the request
+  const cv::Size small = FitSize(f.width, f.height, cfg_.detect_box);
+  DownscaleToBgr(f, small, q.image);  // a fresh Mat: owned by the request
+  q.image = q.image(DetectWindow(small, cfg_.detect_trim));  // a view that keeps the copy alive
   q.score_threshold = cfg_.tracker.low_score;
   // A result that starts later than this could only arrive too old to use.
   q.deadline_ms = NowMs() + cfg_.max_result_age_ms / 2;

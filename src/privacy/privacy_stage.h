@@ -33,6 +33,7 @@ std::string ModeName(Mode m);
 struct PrivacyConfig {
   Mode mode = Mode::kAnonymize;
   cv::Size detect_box{640, 360};   // detection copy fits in this box, aspect preserved
+  bool detect_trim = false;        // the detector sees the copy trimmed to its 32-px grid (vision/preprocess.h DetectWindow)
   int detect_every = 3;            // run detection every N frames; 0 = auto (by detect_budget_ms)
   double detect_budget_ms = 5.0;   // auto cadence: detection cost per frame to aim for
   int max_auto_every = 6;

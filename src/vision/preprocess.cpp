@@ -9,6 +9,33 @@ cv::Size FitSize(int fw, int fh, cv::Size box) {
   return {std::max(2, int(fw * s) / 2 * 2), std::max(2, int(fh * s) / 2 * 2)};
 }
 
+cv::Rect DetectWindow(cv::Size copy, bool trim) {
+  cv::Rect w(0, 0, copy.width, copy.height);
+  if (!trim) return w;
+  auto side = [](int n, int& offset, int& length) {
+    const int cut = n % kDetectGrid;
+    if (cut == 0 || n < kDetectGrid || cut > n * kMaxTrimShare) return;
+    offset = cut / 2;
+    length = n - cut;
+  };
+  side(copy.width, w.x, w.width);
+  side(copy.height, w.y, w.height);
+  return w;
+}
+
+Box FromWindow(const Box& b, const cv::Rect& window, cv::Size copy) {
+  // A box this close to a trimmed edge may belong to a face that goes on past it: as close as
+  // the part cut off there is wide, and one pixel more (detectors clip boxes to their input).
+  const int left = window.x, top = window.y, right = copy.width - window.x - window.width,
+            bottom = copy.height - window.y - window.height;
+  float x0 = b.x + window.x, y0 = b.y + window.y, x1 = b.x2() + window.x, y1 = b.y2() + window.y;
+  if (left > 0 && b.x <= left + 1) x0 = 0;
+  if (top > 0 && b.y <= top + 1) y0 = 0;
+  if (right > 0 && b.x2() >= window.width - right - 1) x1 = float(copy.width);
+  if (bottom > 0 && b.y2() >= window.height - bottom - 1) y1 = float(copy.height);
+  return {x0, y0, x1 - x0, y1 - y0};
+}
+
 namespace {
 // Anti-aliased downscale that stays on OpenCV's fast paths: INTER_AREA by
 // exact halves while the target is at most half the size (the 2x case is

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cmath>
 #include <chrono>
 #include <thread>
 
@@ -87,6 +88,34 @@ TEST(PrivacyStage, AnonymizeMapsBoxesBackToFullResolution) {
   EXPECT_GE(r.y1, 80);
   EXPECT_FALSE(SamePixels(*f, *ref, {80, 40, 120, 80}));
   EXPECT_TRUE(SamePixels(*f, *ref, {200, 100, 320, 180}));  // far away: untouched
+}
+
+// privacy.detect_trim: the detector is shown the copy trimmed to its 32-px grid, and what it finds
+// lands where it is in the frame. 320x180 fitted into 320x164 is a 290x164 copy; trimmed, 288x160
+// from (1, 2). A box at (100, 50) of what the detector saw is at (101, 52) of the copy, at
+// (111.4, 57.1) 22x22 of the frame.
+TEST(PrivacyStage, TrimmedDetectionWindowMapsBoxesBackToTheFrame) {
+  for (const bool trim : {false, true}) {
+    FakeDetector d;
+    d.boxes = {{{100, 50, 20, 20}, 0.9f}};
+    auto c = Cfg();
+    c.detect_box = {320, 164};
+    c.detect_trim = trim;
+    PrivacyStage s(c, &d);
+    auto f = Textured(), ref = Textured();
+    auto rep = s.Process(*f);
+    ASSERT_EQ(d.sizes.front(), trim ? cv::Size(288, 160) : cv::Size(290, 164));
+    ASSERT_EQ(rep.rects.size(), 1u);
+    const Rect r = rep.rects[0];
+    const float x = (100 + (trim ? 1 : 0)) * 320.f / 290, y = (50 + (trim ? 2 : 0)) * 180.f / 164;
+    EXPECT_LE(r.x0, int(x)) << trim;
+    EXPECT_LE(r.y0, int(y)) << trim;
+    EXPECT_GE(r.x1, int(std::ceil(x + 20 * 320.f / 290))) << trim;
+    EXPECT_GE(r.y1, int(std::ceil(y + 20 * 180.f / 164))) << trim;
+    // The mask is centred on the face: its middle within a pixel of the face's.
+    EXPECT_NEAR((r.x0 + r.x1) / 2.0, x + 10 * 320.f / 290, 1.0) << trim;
+    EXPECT_NEAR((r.y0 + r.y1) / 2.0, y + 10 * 180.f / 164, 1.0) << trim;
+  }
 }
 
 TEST(PrivacyStage, DetectsOnCadenceAndTracksBetween) {

@@ -29,6 +29,44 @@ TEST(Preprocess, FitSizeKeepsAspectAndEvenness) {
   EXPECT_EQ(FitSize(1279, 719, {321, 181}).width % 2, 0);
 }
 
+// The window YuNet is shown: the copy trimmed to whole 32-px cells where that loses at most 3%
+// of a side (split between both edges, the odd row at the far one), else all of it.
+TEST(Preprocess, DetectWindowTrimsToTheGridOnlyWhereLittleIsLost) {
+  EXPECT_EQ(DetectWindow({640, 360}, true), cv::Rect(0, 4, 640, 352));   // 8 of 360 rows: 2.2%
+  EXPECT_EQ(DetectWindow({640, 360}, false), cv::Rect(0, 0, 640, 360));  // padded instead
+  EXPECT_EQ(DetectWindow({480, 360}, true), cv::Rect(0, 4, 480, 352));   // 4:3, width on the grid
+  EXPECT_EQ(DetectWindow({640, 357}, true), cv::Rect(0, 2, 640, 352));   // 5 rows: 2 above, 3 below
+  EXPECT_EQ(DetectWindow({650, 360}, true), cv::Rect(5, 4, 640, 352));   // both sides
+  EXPECT_EQ(DetectWindow({320, 180}, true), cv::Rect(0, 0, 320, 180));   // 20 of 180 rows: 11%, padded
+  EXPECT_EQ(DetectWindow({202, 360}, true), cv::Rect(0, 4, 202, 352));   // 10 of 202 columns: 5%, kept
+  EXPECT_EQ(DetectWindow({20, 20}, true), cv::Rect(0, 0, 20, 20));       // under one cell
+  EXPECT_EQ(DetectWindow({640, 352}, true), cv::Rect(0, 0, 640, 352));   // on the grid already
+}
+
+// Boxes come back in the copy's coordinates; one that ends on a trimmed edge, or closer to it than
+// the part trimmed off there (+1), goes on to the copy's edge (what lies beyond was not shown to
+// the detector); one on an untrimmed edge does not.
+TEST(Preprocess, FromWindowShiftsBoxesAndExtendsThemOverTrimmedEdges) {
+  const cv::Rect win(0, 4, 640, 352);
+  const cv::Size copy(640, 360);
+  auto same = [](const Box& a, const Box& b) {
+    EXPECT_FLOAT_EQ(a.x, b.x);
+    EXPECT_FLOAT_EQ(a.y, b.y);
+    EXPECT_FLOAT_EQ(a.w, b.w);
+    EXPECT_FLOAT_EQ(a.h, b.h);
+  };
+  same(FromWindow({100, 50, 20, 30}, win, copy), {100, 54, 20, 30});    // inside: shifted 4 rows down
+  same(FromWindow({100, 0, 20, 10}, win, copy), {100, 0, 20, 14});      // cut at the top: from row 0
+  same(FromWindow({100, 340, 20, 12}, win, copy), {100, 344, 20, 16});  // cut at the bottom: to row 360
+  same(FromWindow({0, 100, 30, 30}, win, copy), {0, 104, 30, 30});      // left edge, not trimmed
+  same(FromWindow({610, 100, 30, 30}, win, copy), {610, 104, 30, 30});  // right edge, not trimmed
+  same(FromWindow({0, 0, 640, 352}, win, copy), {0, 0, 640, 360});      // the whole window
+  same(FromWindow({5, 5, 10, 10}, win, copy), {5, 0, 10, 19});          // within 4 + 1 rows of it: from row 0
+  same(FromWindow({5, 6, 10, 10}, win, copy), {5, 10, 10, 10});         // 6 rows off: not extended
+  same(FromWindow({0.5f, 0, 10, 10}, {5, 0, 640, 360}, {650, 360}), {0, 0, 15.5f, 10});  // columns too
+  same(FromWindow({635, 20, 5, 10}, {5, 0, 640, 360}, {650, 360}), {640, 20, 10, 10});
+}
+
 TEST(Preprocess, DownscaleKeepsColour) {
   auto f = MakeFrame(128, 72);
   for (const Plane* p : {&f->y, &f->u, &f->v})
