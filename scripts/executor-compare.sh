@@ -8,12 +8,6 @@
 # shedding on in both, as by default; false: off in both, so that only the scheduling differs),
 # BUILD_DIR (build).
 source "$(dirname "$0")/serve-lib.sh"
-input=$media/sample_720p30.ivf
-out=out/executor
-mkdir -p "$out"
 shed=${SHED:-true}
-printf '[server]\nmax_sessions = "32"\nshed = %s\nframe_executor = false\n' "$shed" > "$out/threads.toml"
-printf '[server]\nmax_sessions = "32"\nshed = %s\nframe_executor = true\n' "$shed" > "$out/pool.toml"
-"$veil" load --compare "$out/threads.toml" "$out/pool.toml" --repeat "${REPEAT:-3}" -i "$input" \
-  --stages "${SESSIONS:-3}" --stage-seconds "${STAGE_SECONDS:-20}" --warmup "${WARMUP:-8}" \
-  --mode "${MODE:-anonymize}" --out "$out/compare"
+compare_servers out/executor threads pool "shed = $shed\nframe_executor = false\n" "shed = $shed\nframe_executor = true\n" \
+  --stages "${SESSIONS:-3}" --mode "${MODE:-anonymize}"
