@@ -20,9 +20,9 @@ constexpr int kDetectGrid = 32;
 constexpr double kMaxTrimShare = 0.03;
 cv::Rect DetectWindow(cv::Size copy, bool trim);
 
-// A box found in `window` (its coordinates), in the copy's coordinates. A box that touches a
-// trimmed edge is extended to the copy's edge: the face may go on in what the detector was
-// not shown.
+// A box found in `window` (its coordinates), in the copy's coordinates. A box that ends on a
+// trimmed edge, or within the trimmed width (+1 px) of it, is extended to the copy's edge: the
+// face may go on in what the detector was not shown.
 Box FromWindow(const Box& b, const cv::Rect& window, cv::Size copy);
 
 // Scales the I420 planes down to `size` (even) and converts to BGR. Scratch
