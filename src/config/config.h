@@ -49,6 +49,7 @@ struct ServerSettings {
   // Load shedding (server/speed_control.h): encoder speed, detection cadence, new viewers, the
   // newest session; a level is taken back after shed_calm_s of headroom.
   bool shed = true;
+  bool shed_trim = true;  // the trimmed detection window is a level (between encoder speed and cadence)
   double shed_calm_s = 5;
   // A window overuses when its p90 frame latency passes shed_high x the frame interval (or too
   // many frames went stale); it is calm under shed_low x the interval with nothing stale.

@@ -50,9 +50,9 @@ PrivacyStage::PrivacyStage(const PrivacyConfig& c, DetectionSink* scheduler, uin
     : cfg_(c), sched_(scheduler), session_(session), tracker_(c.tracker),
       every_(c.detect_every > 0 ? c.detect_every : 1) {}
 
-void PrivacyStage::UpdateTracker(const Detections& small_dets, const Frame& f, int64_t detected_frame) {
+void PrivacyStage::UpdateTracker(const Detections& small_dets, const Frame& f, int64_t detected_frame,
+                                 const cv::Rect& window) {
   const cv::Size small = FitSize(f.width, f.height, cfg_.detect_box);
-  const cv::Rect window = DetectWindow(small, cfg_.detect_trim);
   const float sx = float(f.width) / small.width, sy = float(f.height) / small.height;
   Detections full;
   full.reserve(small_dets.size());
@@ -62,6 +62,12 @@ void PrivacyStage::UpdateTracker(const Detections& small_dets, const Frame& f, i
   }
   // A live result describes an earlier frame: its masks grow from that frame on.
   tracker_.Update(full, int(std::clamp<int64_t>(f.index - detected_frame, 0, 1000)));
+}
+
+int PrivacyStage::trim_steps(int width, int height) const {
+  if (cfg_.detect_trim || width <= 0 || height <= 0) return 0;
+  const cv::Size small = FitSize(width, height, cfg_.detect_box);
+  return DetectWindow(small, true) != DetectWindow(small, false) ? 1 : 0;
 }
 
 int PrivacyStage::max_extra_every() const {
@@ -79,7 +85,8 @@ bool PrivacyStage::DetectNow(const Frame& f, FrameReport& r) {
   DownscaleToBgr(f, small, small_);
   const double t1 = NowMs();
   r.ms_preprocess = t1 - t0;
-  auto res = det_->Detect({small_(DetectWindow(small, cfg_.detect_trim))}, cfg_.tracker.low_score);
+  const cv::Rect window = DetectWindow(small, trimming());
+  auto res = det_->Detect({small_(window)}, cfg_.tracker.low_score);
   const double t2 = NowMs();
   r.ms_detect = t2 - t1;
   const double cost = r.ms_preprocess + r.ms_detect;
@@ -87,7 +94,7 @@ bool PrivacyStage::DetectNow(const Frame& f, FrameReport& r) {
   if (cfg_.detect_every == 0)
     every_ = std::clamp(int(std::ceil(detect_ms_ema_ / cfg_.detect_budget_ms)), 1, cfg_.max_auto_every);
   if (!res || res->size() != 1) return true;
-  UpdateTracker(res->front(), f, f.index);
+  UpdateTracker(res->front(), f, f.index, window);
   last_result_frame_ = f.index;
   r.ms_track += NowMs() - t2;
   return false;
@@ -100,31 +107,33 @@ void PrivacyStage::Submit(const Frame& f, FrameReport& r) {
   q.frame_index = f.index;
   const cv::Size small = FitSize(f.width, f.height, cfg_.detect_box);
   DownscaleToBgr(f, small, q.image);  // a fresh Mat: owned by the request
-  q.image = q.image(DetectWindow(small, cfg_.detect_trim));  // a view that keeps the copy alive
+  // The window goes with the request: trimming can be switched (load shedding) before it is back.
+  const cv::Rect window = DetectWindow(small, trimming());
+  q.image = q.image(window);  // a view that keeps the copy alive
   q.score_threshold = cfg_.tracker.low_score;
   // A result that starts later than this could only arrive too old to use.
   q.deadline_ms = NowMs() + cfg_.max_result_age_ms / 2;
-  q.done = [box = mailbox_](DetectResult&& res) {
+  q.done = [box = mailbox_, window](DetectResult&& res) {
     std::lock_guard lk(box->mu);
-    box->results.push_back(std::move(res));
+    box->results.push_back({std::move(res), window});
   };
   r.ms_preprocess = NowMs() - t0;
   sched_->Submit(std::move(q));
 }
 
 void PrivacyStage::ApplyResults(const Frame& f, FrameReport& r) {
-  std::vector<DetectResult> got;
+  std::vector<Mailbox::Entry> got;
   {
     std::lock_guard lk(mailbox_->mu);
     got.swap(mailbox_->results);
   }
   const double t0 = NowMs();
   r.ms_detect = -1;
-  for (auto& res : got) {
+  for (auto& [res, window] : got) {
     switch (res.outcome) {
       case DetectOutcome::kOk:
         if (res.frame_index > last_result_frame_ && res.frame_index >= min_result_frame_) {
-          UpdateTracker(res.detections, f, res.frame_index);
+          UpdateTracker(res.detections, f, res.frame_index, window);
           last_result_frame_ = res.frame_index;
           failing_ = false;
           r.ms_detect = res.queue_ms + res.infer_ms;

@@ -98,18 +98,29 @@ class PrivacyStage {
   // Frames of cadence that can be shed while a result may still come back half the privacy
   // bound (max_result_age_ms) late without the frame before the next detection failing closed.
   int max_extra_every() const;
+  // Load shedding, the step before cadence: the detector is shown the copy trimmed to its grid
+  // (vision/preprocess.h DetectWindow) even though detect_trim is off. trim_steps(): 1 when that
+  // changes what a frame of this size shows the detector, 0 when it does not (or trims already).
+  void set_shed_trim(bool on) { shed_trim_ = on; }
+  int trim_steps(int width, int height) const;
+  bool trimming() const { return cfg_.detect_trim || shed_trim_; }
 
  private:
   bool SceneCut(const Frame& f);
   bool DetectNow(const Frame& f, FrameReport& r);  // sync: true on failure
   void Submit(const Frame& f, FrameReport& r);     // async
   void ApplyResults(const Frame& f, FrameReport& r);
-  void UpdateTracker(const Detections& small_dets, const Frame& f, int64_t detected_frame);
+  // `window`: the part of the detection copy the detector was shown (DetectWindow).
+  void UpdateTracker(const Detections& small_dets, const Frame& f, int64_t detected_frame, const cv::Rect& window);
   // Results delivered by scheduler threads; shared so a late callback after
   // the stage is gone still has somewhere to write.
   struct Mailbox {
+    struct Entry {
+      DetectResult result;
+      cv::Rect window;  // what the request showed the detector
+    };
     std::mutex mu;
-    std::vector<DetectResult> results;  // guarded by mu
+    std::vector<Entry> results;  // guarded by mu
   };
   PrivacyConfig cfg_;
   Detector* det_ = nullptr;
@@ -125,6 +136,7 @@ class PrivacyStage {
   int64_t frames_since_detect_ = int64_t(1) << 40;  // "long ago": the first frame is due
   int every_ = 1;
   int extra_every_ = 0;
+  bool shed_trim_ = false;
   int last_w_ = 0, last_h_ = 0;  // the previous frame's size
   double detect_ms_ema_ = 0;
   bool have_thumb_ = false;

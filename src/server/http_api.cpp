@@ -137,6 +137,7 @@ json StatsJson(const SessionInfo& s) {
             {"encoder_speed_step", st.encoder_speed_step},
             {"encoder_speed", st.encoder_speed},
             {"detect_every", st.detect_every},
+            {"detect_trimmed", st.detect_trimmed},
             {"overloaded", st.overloaded},
             {"steps_up", st.shed_steps_up},
             {"steps_down", st.shed_steps_down}}},

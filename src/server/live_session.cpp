@@ -67,7 +67,7 @@ Result<std::unique_ptr<LiveSession>> LiveSession::Start(const std::string& id, c
   s->m_jitter_ = &metrics->GetGauge("veil_session_rtp_jitter_seconds", "Ingest RTP inter-arrival jitter, s", l, kMsToSeconds);
   s->m_viewers_ = &metrics->GetGauge("veil_session_viewers", "Viewers subscribed", l);
   s->m_shed_level_ = &metrics->GetGauge(
-      "veil_session_shed_level", "Load shedding level: 0 as configured, then encoder speed steps, then detection cadence", l);
+      "veil_session_shed_level", "Load shedding level: 0 as configured, then encoder speed steps, the trimmed detection window, detection cadence", l);
   s->m_enc_step_ = &metrics->GetGauge("veil_session_encoder_speed_step",
                                       "The encoder's speed step (0 = the configured cpu-used or preset)", l);
 
@@ -76,6 +76,7 @@ Result<std::unique_ptr<LiveSession>> LiveSession::Start(const std::string& id, c
   s->decoder_ = std::move(*dec);
   s->privacy_ = std::make_unique<PrivacyStage>(c.privacy, scheduler, scheduler_session);
   s->detect_every_ = s->privacy_->current_every();
+  s->detect_trimmed_ = s->privacy_->trimming();
   RtpSenderConfig sc;
   sc.codec = c.codec;
   sc.viewer_queue_frames = c.viewer_queue_frames;
@@ -330,7 +331,8 @@ void LiveSession::ProcessOne(Decoded& item) {
     encoder_ = std::move(*e);
     enc_w_ = f.width;
     enc_h_ = f.height;
-    speed_.set_max_level(encoder_->max_speed_step() + privacy_->max_extra_every());
+    trim_steps_ = cfg_.shed_trim ? privacy_->trim_steps(f.width, f.height) : 0;
+    speed_.set_max_level(encoder_->max_speed_step() + trim_steps_ + privacy_->max_extra_every());
     max_shed_level_ = speed_.max_level();
     Shed(t1);
   }
@@ -366,8 +368,10 @@ void LiveSession::Shed(double now_ms) {
   // Frames the receiving thread evicted from the queue were lost to the worker's lateness too.
   for (const uint64_t e = evicted_.load(); seen_evicted_ < e; ++seen_evicted_) speed_.OnStale(now_ms);
   const int level = speed_.Level(now_ms);
-  // Encoder speed first, then detection cadence: a faster encoder costs picture quality
-  // alone; a sparser detection widens the masks and leans on the tracker.
+  // Encoder speed first, then the detection window trimmed to the detector's grid, then
+  // detection cadence: a faster encoder costs picture quality alone; the trimmed window leaves a
+  // few rows at the top and bottom unseen (a box there is extended over them); a sparser
+  // detection widens every mask and leans on the tracker.
   const int enc_steps = encoder_ ? encoder_->max_speed_step() : 0;
   if (encoder_) {
     const int step = std::min(level, enc_steps);
@@ -378,8 +382,10 @@ void LiveSession::Shed(double now_ms) {
       speed_name_empty_ = false;
     }
   }
-  privacy_->set_extra_every(std::max(0, level - enc_steps));
+  privacy_->set_shed_trim(trim_steps_ > 0 && level > enc_steps);
+  privacy_->set_extra_every(std::max(0, level - enc_steps - trim_steps_));
   detect_every_ = privacy_->current_every();
+  detect_trimmed_ = privacy_->trimming();
   shed_level_ = level;
   overloaded_ = speed_.overloaded();
   last_shed_ms_ = now_ms;
@@ -454,6 +460,7 @@ LiveSessionStats LiveSession::stats() const {
   s.max_shed_level = max_shed_level_;
   s.encoder_speed_step = enc_step_;
   s.detect_every = detect_every_;
+  s.detect_trimmed = detect_trimmed_;
   // A verdict of a window long gone (the worker went idle: bypass forwarding, no publisher) is none.
   s.overloaded = overloaded_ && NowMs() - last_shed_ms_.load() < 3 * cfg_.speed.window_ms;
   s.shed_steps_up = shed_ups_;

@@ -61,7 +61,8 @@ struct LiveSessionConfig {
   // timestamp line for the viewers) instead of re-encoding the decoded picture. false: re-encode.
   bool bypass_forward = true;
   bool audio = true;             // open an Opus RTP port relayed to viewers
-  SpeedControlConfig speed;      // load shedding: encoder speed, then detection cadence
+  SpeedControlConfig speed;      // load shedding: encoder speed, the trimmed detection window, detection cadence
+  bool shed_trim = true;         // false: no trimmed-window level
   size_t history_points = 300;   // the figures' history: points kept ...
   double history_interval_ms = 1000;  // ... one per interval
   // Periodic keyframes placed by the session (server/keyframe_phases.h): one every
@@ -93,9 +94,11 @@ struct LiveSessionStats {
   uint64_t publisher_keyframe_requests = 0;  // asked for to resume forwarding (WHIP ingest: RTCP PLI)
   bool forwarding = false;           // the last frame out was forwarded
   // Load shedding (server/speed_control.h): the level (0 = as configured) of max_shed_level,
-  // the encoder's speed step and setting, the detection cadence in frames; overloaded: the
-  // last window overused at the last level.
+  // the encoder's speed step and setting, the detection cadence in frames, whether the detector
+  // is shown the trimmed window (privacy.detect_trim, or shed); overloaded: the last window
+  // overused at the last level.
   int shed_level = 0, max_shed_level = 0, encoder_speed_step = 0, detect_every = 0;
+  bool detect_trimmed = false;
   std::string encoder_speed;
   bool overloaded = false;
   uint64_t shed_steps_up = 0, shed_steps_down = 0;
@@ -239,6 +242,8 @@ class LiveSession {
   void Shed(double now_ms);                   // worker thread: applies speed_'s level
   // What stats() shows of the shedding (the worker writes).
   std::atomic<int> shed_level_{0}, max_shed_level_{0}, enc_step_{0}, detect_every_{0};
+  std::atomic<bool> detect_trimmed_{false};
+  int trim_steps_ = 0;  // worker: 1 when the trimmed window is a shedding level at this frame size
   std::atomic<bool> overloaded_{false};
   std::atomic<double> inject_cpu_ms_{0};
   std::atomic<double> last_shed_ms_{-1};      // the worker's last Shed(): an idle worker's verdict expires

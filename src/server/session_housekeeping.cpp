@@ -88,8 +88,9 @@ void SessionManager::Housekeeping() {
         const LiveSessionStats st = e.session->Tick();
         if (st.shed_level != e.shed_level) {
           AddEvent("shed_level", id,
-                   fmt::format("level {} -> {} of {}: encoder {}, detection every {} frames", e.shed_level, st.shed_level,
-                               st.max_shed_level, st.encoder_speed, st.detect_every));
+                   fmt::format("level {} -> {} of {}: encoder {}, detection every {} frames{}", e.shed_level, st.shed_level,
+                               st.max_shed_level, st.encoder_speed, st.detect_every,
+                               st.detect_trimmed ? ", trimmed window" : ""));
           e.shed_level = st.shed_level;
         }
         if (st.overloaded) overloaded.push_back(id);

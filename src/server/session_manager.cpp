@@ -120,6 +120,7 @@ Status SessionManager::Create(const CreateSpec& spec, const std::string& caller,
   c.viewer_queue_frames = size_t(deps_.server.viewer_queue);
   c.bypass_forward = deps_.server.bypass_forward;
   c.speed.enabled = deps_.server.shed;
+  c.shed_trim = deps_.server.shed_trim;
   c.speed.calm_ms = deps_.server.shed_calm_s * 1000;
   c.speed.high = deps_.server.shed_high;
   c.speed.low = deps_.server.shed_low;

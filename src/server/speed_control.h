@@ -4,7 +4,8 @@
 // as stale. When the frame budget is threatened the session sheds one level; after a calm
 // stretch it takes one back. The levels are, in this order (docs/capacity.md):
 //   1 .. E       the encoder's speed steps (libvpx cpu-used, x264 preset), cheapest last;
-//   E+1 .. E+C   detection every frame more, up to what the privacy bound allows
+//   E+1          (where it changes the window) the detector shown its copy trimmed to its grid;
+//   E+T+1 .. E+T+C  detection every frame more, up to what the privacy bound allows
 //                (privacy.max_result_age_ms: a result may still be half the bound late);
 // Frame rate and privacy are not levels: frames are only dropped when they are already stale,
 // and fail-closed stays as it is. A session at its last level that still overuses is

@@ -322,7 +322,8 @@ TEST(Server, ShedsEncoderSpeedThenCadenceThenViewersThenTheNewestSession) {
   Reply st = server.Call("GET", "/v1/sessions/old/stats");
   EXPECT_EQ(st.body["shedding"]["level"], 0) << st.text;
   EXPECT_EQ(st.body["shedding"]["encoder_speed"], "cpu-used -8");
-  EXPECT_EQ(st.body["shedding"]["max_level"], 5);
+  EXPECT_EQ(st.body["shedding"]["max_level"], 6);  // 4 encoder steps, the trimmed window, cadence
+  EXPECT_EQ(st.body["shedding"]["detect_trimmed"], false);
   ASSERT_EQ(server.Call("PUT", "/v1/debug/sessions/old/cpu_hog", R"({"ms":45})").status, 200);
   const double hog = NowMs();
   bool overloaded = false;
@@ -352,7 +353,7 @@ TEST(Server, ShedsEncoderSpeedThenCadenceThenViewersThenTheNewestSession) {
   // The hog stops: the levels come back, the node recovers.
   ASSERT_EQ(server.Call("PUT", "/v1/debug/sessions/old/cpu_hog", R"({"ms":0})").status, 200);
   const double healed = NowMs();
-  int level = 5;
+  int level = 6;
   while (level > 0 && NowMs() - healed < 15000) {
     SleepMs(250);
     level = server.Call("GET", "/v1/sessions/old/stats").body["shedding"]["level"].get<int>();
@@ -379,13 +380,20 @@ TEST(Server, ShedsEncoderSpeedThenCadenceThenViewersThenTheNewestSession) {
   std::string seen;
   for (const std::string& o : order) seen += o + "; ";
   std::printf("%s\n", seen.c_str());
-  EXPECT_EQ(seen.rfind("level 0 -> 1 of 5; level 1 -> 2 of 5; level 2 -> 3 of 5; level 3 -> 4 of 5; level 4 -> 5 of 5; "
-                       "node_overloaded; new ended; ",
+  EXPECT_EQ(seen.rfind("level 0 -> 1 of 6; level 1 -> 2 of 6; level 2 -> 3 of 6; level 3 -> 4 of 6; level 4 -> 5 of 6; "
+                       "level 5 -> 6 of 6; node_overloaded; new ended; ",
                        0),
             0u)
       << seen;
   EXPECT_NE(seen.find("node_recovered"), std::string::npos) << seen;
-  EXPECT_NE(seen.find("level 1 -> 0 of 5"), std::string::npos) << seen;
+  EXPECT_NE(seen.find("level 1 -> 0 of 6"), std::string::npos) << seen;
+  // What the levels past the encoder's steps give up: the trimmed window, then cadence.
+  EXPECT_NE(events.text.find("level 4 -> 5 of 6: encoder cpu-used -16, detection every 3 frames, trimmed window"),
+            std::string::npos)
+      << events.text;
+  EXPECT_NE(events.text.find("level 5 -> 6 of 6: encoder cpu-used -16, detection every 4 frames, trimmed window"),
+            std::string::npos)
+      << events.text;
   EXPECT_NE(shed_detail.find("reason=shed"), std::string::npos) << shed_detail;
   const Summary all = Summarize(w.checks(), 0, 1e300);
   std::printf("old: %d frames, %d faces, %d leaked\n", all.frames, all.faces, all.leaked);

@@ -391,6 +391,62 @@ TEST(PrivacyStageAsync, SceneCutFailsClosedUntilTheNewShotIsDetected) {
   EXPECT_FALSE(s.Process(*next).fail_closed);
 }
 
+// A detection sink that holds the requests until the test answers them.
+struct HeldSink : DetectionSink {
+  std::vector<DetectRequest> held;
+  void Submit(DetectRequest r) override { held.push_back(std::move(r)); }
+  void Answer(size_t i, Detections d) {
+    DetectResult res;
+    res.session = held.at(i).session;
+    res.frame_index = held[i].frame_index;
+    res.detections = std::move(d);
+    held[i].done(std::move(res));
+  }
+};
+
+// Load shedding switches the trimmed window on and off between a request and its result
+// (server/live_session.cpp): the result is mapped through the window its request showed, not the
+// one in use when it comes back. The copy as in TrimmedDetectionWindowMapsBoxesBackToTheFrame:
+// 290x164, trimmed 288x160 from (1, 2); the two mappings are 2.2 px apart vertically.
+TEST(PrivacyStageAsync, AResultIsMappedThroughTheWindowItsRequestShowed) {
+  for (const bool trimmed_at_submit : {false, true}) {
+    HeldSink sink;
+    auto c = Cfg(3);
+    c.detect_box = {320, 164};
+    PrivacyStage s(c, &sink, 1);
+    EXPECT_EQ(s.trim_steps(320, 180), 1);
+    EXPECT_FALSE(s.trimming());
+    s.set_shed_trim(trimmed_at_submit);
+    EXPECT_EQ(s.trimming(), trimmed_at_submit);
+    auto f0 = Textured(320, 180, 0);
+    EXPECT_TRUE(s.Process(*f0).fail_closed);
+    ASSERT_EQ(sink.held.size(), 1u);
+    EXPECT_EQ(sink.held[0].image.size(), trimmed_at_submit ? cv::Size(288, 160) : cv::Size(290, 164));
+    s.set_shed_trim(!trimmed_at_submit);  // switched while the request is out
+    sink.Answer(0, {{{100, 50, 20, 20}, 0.9f}});
+    auto f1 = Textured(320, 180, 1);
+    const FrameReport rep = s.Process(*f1);
+    ASSERT_FALSE(rep.fail_closed) << trimmed_at_submit;
+    ASSERT_EQ(rep.rects.size(), 1u) << trimmed_at_submit;
+    const Rect r = rep.rects[0];
+    const float x = (100 + (trimmed_at_submit ? 1 : 0)) * 320.f / 290, y = (50 + (trimmed_at_submit ? 2 : 0)) * 180.f / 164;
+    EXPECT_NEAR((r.x0 + r.x1) / 2.0, x + 10 * 320.f / 290, 1.0) << trimmed_at_submit;
+    EXPECT_NEAR((r.y0 + r.y1) / 2.0, y + 10 * 180.f / 164, 1.0) << trimmed_at_submit;
+  }
+}
+
+// The trimmed window is a shedding step only where it changes what the detector is shown.
+TEST(PrivacyStage, TrimStepsOnlyWhereTrimmingChangesTheWindow) {
+  auto c = Cfg();
+  c.detect_box = {640, 360};
+  EXPECT_EQ(PrivacyStage(c, nullptr).trim_steps(1280, 720), 1) << "640x360 -> 640x352";
+  EXPECT_EQ(PrivacyStage(c, nullptr).trim_steps(640, 480), 1) << "480x360 -> 480x352";
+  EXPECT_EQ(PrivacyStage(c, nullptr).trim_steps(1280, 704), 0) << "640x352: on the grid already";
+  c.detect_trim = true;
+  EXPECT_EQ(PrivacyStage(c, nullptr).trim_steps(1280, 720), 0) << "trims already";
+  EXPECT_EQ(PrivacyStage(Cfg(), nullptr).trim_steps(320, 180), 0) << "160x90: 64 rows would lose too much";
+}
+
 TEST(PrivacyConfig, RejectsContradictionsAndAbsurdValues) {
   PrivacyConfig c;
   EXPECT_TRUE(Validate(c).ok());
