@@ -175,6 +175,8 @@ std::vector<CompareFigure> CompareFigures(const std::vector<LoadRun>& a, const s
         add("processing p99 ms" + at, s.proc_p99_ms, is_a);
         add("e2e p99 ms" + at, s.e2e_p99_ms, is_a);
         add("stale drop %" + at, s.stale_pct, is_a);
+        add("fail-closed frames" + at, s.fail_closed, is_a);
+        add("shed level mean" + at, s.shed_level_mean, is_a);
         add("server cpu %" + at, s.server_cpu_pct, is_a);
         add("server cpu ms/frame" + at, s.server_cpu_ms_per_frame, is_a);
         add("processing mean ms" + at, s.proc_mean_ms, is_a);
