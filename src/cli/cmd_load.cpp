@@ -117,6 +117,7 @@ void RegisterLoad(CLI::App& app, int* rc) {
         labels[0] += " (page closed)";
         labels[1] += fmt::format(" (page open, {:g} ms)", o->page_poll_b);
       }
+      std::vector<std::string> stopped;  // runs the server stopped (a refusal): kept, with what they measured
       for (int k = 0; k < o->repeat; ++k)
         for (int c = 0; c < 2; ++c) {
           if (StopRequested()) return Fail(rc, 3, "interrupted");
@@ -132,18 +133,24 @@ void RegisterLoad(CLI::App& app, int* rc) {
           auto r = RunLoad(lo, Progress);
           (*server)->Stop();
           if (!r) return Fail(rc, 3, r.error());
-          if (!r->stopped.empty()) return Fail(rc, 3, "run stopped: " + r->stopped);
+          if (StopRequested()) return Fail(rc, 3, "interrupted");
+          // A configuration that collapses (the node refuses sessions as overloaded) is a result,
+          // not a reason to lose the other runs: its measured stages count, the rest are missing.
+          if (!r->stopped.empty())
+            stopped.push_back(fmt::format("run {} of {} stopped: {}", k + 1, labels[c], r->stopped));
           runs[c].push_back(*r);
         }
       const auto figs = CompareFigures(runs[0], runs[1]);
       std::vector<LoadRun> all = runs[0];
       all.insert(all.end(), runs[1].begin(), runs[1].end());
-      const std::string table = CompareTable(labels[0], labels[1], figs);
+      std::string table = CompareTable(labels[0], labels[1], figs);
+      for (const std::string& s : stopped) table.append("\n").append(s).append(" (its later stages are not in the figures)\n");
       if (Status s = WriteOutputs(o->out, all, {{"compare", CompareJson(labels[0], labels[1], figs)}}); !s)
         return Fail(rc, 3, s.message());
       std::ofstream(o->out + "/compare.md") << table;
       std::printf("%s\n%s", MarkdownTable(all).c_str(), table.c_str());
       std::fprintf(stderr, "veil load: wrote %s/compare.md, load.json, load.csv, load.md, load.svg\n", o->out.c_str());
+      if (!stopped.empty()) return Fail(rc, 3, fmt::format("{} run(s) stopped early: {}", stopped.size(), stopped.front()));
       return;
     }
 

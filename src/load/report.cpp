@@ -206,10 +206,23 @@ Range RangeOf(const std::vector<double>& v) {
 std::string CompareTable(const std::string& la, const std::string& lb, const std::vector<CompareFigure>& f) {
   std::string o = fmt::format("| figure | {} mean [range] | {} mean [range] | change | ranges overlap |\n|---|---|---|---|---|\n", la, lb);
   for (const auto& c : f) {
-    const Range a = RangeOf(c.a), b = RangeOf(c.b);
-    const bool overlap = !(a.hi < b.lo || b.hi < a.lo);
-    o += fmt::format("| {} | {:.2f} [{:.2f}, {:.2f}] | {:.2f} [{:.2f}, {:.2f}] | {:+.2f} | {} |\n", c.name, a.mean, a.lo,
-                     a.hi, b.mean, b.lo, b.hi, b.mean - a.mean, overlap ? "yes" : "**no**");
+    // A side measured in fewer runs than the other (runs that stopped before this stage) says
+    // how many; a side with none has no figure and nothing to compare.
+    const size_t most = std::max(c.a.size(), c.b.size());
+    auto cell = [most](const std::vector<double>& v) {
+      if (v.empty()) return std::string("- (no run measured it)");
+      const Range r = RangeOf(v);
+      std::string s = fmt::format("{:.2f} [{:.2f}, {:.2f}]", r.mean, r.lo, r.hi);
+      if (v.size() < most) s.append(fmt::format(" ({} of {} runs)", v.size(), most));
+      return s;
+    };
+    std::string change = "-", overlap = "-";
+    if (!c.a.empty() && !c.b.empty()) {
+      const Range a = RangeOf(c.a), b = RangeOf(c.b);
+      change = fmt::format("{:+.2f}", b.mean - a.mean);
+      overlap = !(a.hi < b.lo || b.hi < a.lo) ? "yes" : "**no**";
+    }
+    o += fmt::format("| {} | {} | {} | {} | {} |\n", c.name, cell(c.a), cell(c.b), change, overlap);
   }
   return o;
 }
@@ -218,10 +231,12 @@ json CompareJson(const std::string& la, const std::string& lb, const std::vector
   json j = {{"a", la}, {"b", lb}, {"figures", json::array()}};
   for (const auto& c : f) {
     const Range a = RangeOf(c.a), b = RangeOf(c.b);
-    j["figures"].push_back({{"name", c.name},
-                            {"a", {{"values", c.a}, {"mean", a.mean}, {"min", a.lo}, {"max", a.hi}}},
-                            {"b", {{"values", c.b}, {"mean", b.mean}, {"min", b.lo}, {"max", b.hi}}},
-                            {"overlap", !(a.hi < b.lo || b.hi < a.lo)}});
+    auto side = [](const std::vector<double>& v, const Range& r) {
+      return v.empty() ? json{{"values", v}} : json{{"values", v}, {"mean", r.mean}, {"min", r.lo}, {"max", r.hi}};
+    };
+    json fig = {{"name", c.name}, {"a", side(c.a, a)}, {"b", side(c.b, b)}};
+    if (!c.a.empty() && !c.b.empty()) fig["overlap"] = !(a.hi < b.lo || b.hi < a.lo);
+    j["figures"].push_back(fig);
   }
   return j;
 }
