@@ -46,6 +46,11 @@ void RegisterServe(CLI::App& app, int* rc) {
     deps.encoder = cfg->encoder;
     deps.detector = cfg->detector;
     deps.decode_threads = cfg->decode_threads;
+    if (deps.encoder.threads > 1)
+      spdlog::warn("encoder.threads = {}: libvpx's row threads busy-wait for each other, and on a node whose cores "
+                   "the sessions already fill they spin against the frame pool: 2 sessions on 2 cores fell from 30 "
+                   "to 8-28 fps in a measurement (docs/figures.md, \"Encoder threads\"); 1 is the default",
+                   deps.encoder.threads);
     MetricsRegistry metrics;
     auto parts = StartServerParts(deps, &metrics);  // the AI targets
     if (!parts) return Fail(rc, 2, parts.error());

@@ -195,7 +195,7 @@ const std::vector<KeySpec>& ConfigKeys() {
       Key("detector.second_look_crops", "", "...at most this many crops per image (the rest are kept unasked)", F(detector.second_look.max_crops)),
       Key("encoder.codec", "codec", "vp8 | h264 | rawvideo (empty: from the output extension)", F(encoder.codec)),
       Key("encoder.bitrate_kbps", "bitrate", "video bitrate, kbps (0: by resolution)", F(encoder.bitrate_kbps)),
-      Key("encoder.threads", "encode-threads", "encoder threads", F(encoder.threads)),
+      Key("encoder.threads", "encode-threads", "encoder threads (veil serve: keep 1 on a loaded node, docs/figures.md \"Encoder threads\")", F(encoder.threads)),
       Key("encoder.keyint", "keyint", "a keyframe at least every N frames", F(encoder.keyint_frames)),
       Key("encoder.vp8_speed", "vp8-speed", "libvpx cpu-used: -16..-1 fixed speed, 1..16 adaptive", F(encoder.vp8_speed)),
       Key("decoder.threads", "decode-threads", "decoder threads", F(decode_threads)),
