@@ -89,6 +89,27 @@ TEST(Load, CompareModeFindsACostlySetting) {
   EXPECT_NE(r.out.find("| detect ms/frame @1 |"), std::string::npos);
 }
 
+// A configuration the server stops (here: a cap of one session, refused at the second) does not
+// lose the compare: the runs go on, what they measured is compared, compare.md names the
+// stopped run, and the tool exits 3.
+TEST(Load, CompareModeKeepsARunTheServerStopped) {
+  const std::string a = TempPath("two.toml"), b = TempPath("one.toml"), out = TempPath("load-compare-stopped");
+  std::ofstream(a) << "[server]\nmax_sessions = \"2\"\n";
+  std::ofstream(b) << "[server]\nmax_sessions = \"1\"\n";
+  RunResult r = RunVeil("load --compare " + a + " " + b + " --repeat 1 -i " + Media("sample_720p30.ivf") +
+                        " --stages 1,2 --stage-seconds 3 --warmup 1 --mode bypass --out " + out);
+  std::printf("%s\n", r.out.c_str());
+  EXPECT_EQ(r.rc, 3) << r.out;
+  std::ifstream in(out + "/compare.md");
+  ASSERT_TRUE(in.good()) << "the compare was lost";
+  const std::string md((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(md.find("| recv fps mean @1 | "), std::string::npos) << md;
+  EXPECT_NE(md.find("- (no run measured it)"), std::string::npos) << md;
+  EXPECT_NE(md.find("one.toml stopped: the server refused session 2 of 2"), std::string::npos) << md;
+  const json j = ReadJson(out + "/load.json");
+  EXPECT_EQ(j["runs"].size(), 2u);
+}
+
 TEST(Load, BadInputIsRefusedAndLeavesNothingBehind) {
   const std::string clip = Media("sample_720p30.ivf") + " --out " + TempPath("load-bad");
   RunResult r = RunVeil("load --server http://127.0.0.1:1 -i " + clip + " --stages 1 --stage-seconds 3 --warmup 1");
