@@ -66,14 +66,25 @@ TEST(Load, ShortRampGivesSaneFigures) {
   EXPECT_EQ(server.Stop(), 0);
 }
 
+// veil load --compare on two configurations (TOML text, written to temp files named a and b)
+// with the 720p clip and `args`; out: the output folder.
+RunResult Compare(const std::string& a, const std::string& toml_a, const std::string& b, const std::string& toml_b,
+                  const std::string& out, const std::string& args) {
+  const std::string pa = TempPath(a), pb = TempPath(b);
+  std::ofstream(pa) << toml_a;
+  std::ofstream(pb) << toml_b;
+  RunResult r = RunVeil("load --compare " + pa + " " + pb + " -i " + Media("sample_720p30.ivf") + " " + args +
+                        " --out " + out);
+  std::printf("%s\n", r.out.c_str());
+  return r;
+}
+
 TEST(Load, CompareModeFindsACostlySetting) {
   // Two configurations that differ only in the detection size.
-  const std::string a = TempPath("small.toml"), b = TempPath("large.toml"), out = TempPath("load-compare");
-  std::ofstream(a) << "[privacy]\ndetect_size = \"320x180\"\n";
-  std::ofstream(b) << "[privacy]\ndetect_size = \"960x540\"\n";
-  RunResult r = RunVeil("load --compare " + a + " " + b + " --repeat 2 -i " + Media("sample_720p30.ivf") +
-                        " --stages 1 --stage-seconds 4 --warmup 1.5 --out " + out);
-  std::printf("%s\n", r.out.c_str());
+  const std::string out = TempPath("load-compare");
+  RunResult r = Compare("small.toml", "[privacy]\ndetect_size = \"320x180\"\n", "large.toml",
+                        "[privacy]\ndetect_size = \"960x540\"\n", out,
+                        "--repeat 2 --stages 1 --stage-seconds 4 --warmup 1.5");
   ASSERT_EQ(r.rc, 0) << r.out;
   const json j = ReadJson(out + "/load.json");
   ASSERT_TRUE(j.contains("compare"));
@@ -93,12 +104,9 @@ TEST(Load, CompareModeFindsACostlySetting) {
 // lose the compare: the runs go on, what they measured is compared, compare.md names the
 // stopped run, and the tool exits 3.
 TEST(Load, CompareModeKeepsARunTheServerStopped) {
-  const std::string a = TempPath("two.toml"), b = TempPath("one.toml"), out = TempPath("load-compare-stopped");
-  std::ofstream(a) << "[server]\nmax_sessions = \"2\"\n";
-  std::ofstream(b) << "[server]\nmax_sessions = \"1\"\n";
-  RunResult r = RunVeil("load --compare " + a + " " + b + " --repeat 1 -i " + Media("sample_720p30.ivf") +
-                        " --stages 1,2 --stage-seconds 3 --warmup 1 --mode bypass --out " + out);
-  std::printf("%s\n", r.out.c_str());
+  const std::string out = TempPath("load-compare-stopped");
+  RunResult r = Compare("two.toml", "[server]\nmax_sessions = \"2\"\n", "one.toml", "[server]\nmax_sessions = \"1\"\n",
+                        out, "--repeat 1 --stages 1,2 --stage-seconds 3 --warmup 1 --mode bypass");
   EXPECT_EQ(r.rc, 3) << r.out;
   std::ifstream in(out + "/compare.md");
   ASSERT_TRUE(in.good()) << "the compare was lost";
