@@ -46,8 +46,9 @@ struct ServerSettings {
   double cores = 0, cpu_share = 0.6;
   // Bypass sessions forward the publisher's frames instead of re-encoding them (server/live_session.h).
   bool bypass_forward = true;
-  // Load shedding (server/speed_control.h): encoder speed, detection cadence, new viewers, the
-  // newest session; a level is taken back after shed_calm_s of headroom.
+  // Load shedding (server/speed_control.h): encoder speed, the trimmed detection window,
+  // detection cadence, new viewers, the newest session; a level is taken back after shed_calm_s
+  // of headroom.
   bool shed = true;
   bool shed_trim = true;  // the trimmed detection window is a level (between encoder speed and cadence)
   double shed_calm_s = 5;

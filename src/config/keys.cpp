@@ -238,7 +238,7 @@ const std::vector<KeySpec>& ConfigKeys() {
       Key("server.cpu_share", "cpu-share", "share of those cores sessions may take before new ones are refused (max_sessions = auto)", F(server.cpu_share)),
       Key("server.drain_timeout_s", "drain-timeout-s", "SIGTERM or POST /v1/drain: running sessions may go on this long, s (0: SIGTERM ends them at once)", F(server.drain_timeout_s)),
       Key("server.bypass_forward", "", "bypass forwards the publisher's frames (a decode, no re-encode); false: re-encode them", F(server.bypass_forward)),
-      Key("server.shed", "shed", "under overload shed in order: encoder speed, detection cadence (inside the privacy bound), new viewers, then the newest session; false: never", F(server.shed)),
+      Key("server.shed", "shed", "under overload shed in order: encoder speed, the trimmed detection window, detection cadence (inside the privacy bound), new viewers, then the newest session; false: never", F(server.shed)),
       Key("server.shed_trim", "", "one shed level, after the encoder's and before detection cadence, shows the detector its copy trimmed to its 32-px grid (as privacy.detect_trim); false: no such level", F(server.shed_trim)),
       Key("server.shed_calm_s", "", "seconds of headroom before a shed level is taken back (doubles when taking one back overloads again)", F(server.shed_calm_s)),
       Key("server.shed_high", "", "a window overuses (one shed level more) when its p90 frame latency, decoded to encoded, passes this share of the frame interval, or when over 5% of its frames went stale", F(server.shed_high)),

@@ -475,6 +475,14 @@ TEST(LiveSession, ShedsEncoderSpeedThenCadenceUnderAnInjectedCpuHogAndTakesThemB
   cfg.speed.high = 1.5;
   cfg.speed.low = 1.0;
   cfg.speed.stale_share = 0.1;
+  {  // server.shed_trim = false: no window level, the same frames
+    LiveSessionConfig no_trim = cfg;
+    no_trim.shed_trim = false;
+    Rig other("shed-no-trim", no_trim);
+    ASSERT_TRUE(other.ok());
+    Publish(*other.tx, src, 0, 30);
+    EXPECT_EQ(other.session->stats().max_shed_level, 5) << "4 encoder steps and one of cadence";
+  }
   Rig rig("shed", cfg);
   ASSERT_TRUE(rig.ok());
   Viewer viewer;
