@@ -54,13 +54,13 @@ Status SessionManager::StartCapacity(MetricsRegistry* metrics) {
   return Status::Ok();
 }
 
-std::string SessionManager::DefaultKind() const {
-  const char* kind = deps_.privacy.mode == Mode::kAnonymize ? "anonymized"
-                     : deps_.privacy.mode == Mode::kBypass  ? "bypass"
-                                                            : "full_blur";
+std::string SessionManager::KindName(VideoCodec codec, Mode mode) const {
+  const char* kind = mode == Mode::kAnonymize ? "anonymized" : mode == Mode::kBypass ? "bypass" : "full_blur";
   const CapacityOptions& o = capacity_->options();
-  return fmt::format("{} vp8 {}p{:g}", kind, o.height, o.fps);
+  return fmt::format("{} {} {}p{:g}", kind, Name(codec), o.height, o.fps);
 }
+
+std::string SessionManager::DefaultKind() const { return KindName(VideoCodec::kVp8, deps_.privacy.mode); }
 
 double SessionManager::LoadMsPerS() const {
   double load = 0;
@@ -82,8 +82,9 @@ std::string SessionManager::AdmitReason(const SessionLoad& want) const {
   return fmt::format(
       "at capacity: {} {} sessions on {:g} cores, {} running (CPU {:.0f} of {:.0f} ms/s taken, a {} {} session "
       "needs {:.0f}; server.max_sessions = auto)",
-      capacity_->CapacitySessions(VideoCodec::kVp8, deps_.privacy.mode), DefaultKind(), capacity_->options().cores, n,
-      load, budget, Name(want.codec), ModeName(want.mode), cost);
+      // In sessions of the refused one's kind: an H.264 publisher is told how many H.264 sessions fit.
+      capacity_->CapacitySessions(want.codec, want.mode), KindName(want.codec, want.mode), capacity_->options().cores,
+      n, load, budget, Name(want.codec), ModeName(want.mode), cost);
 }
 
 CapacityState SessionManager::Capacity() const {

@@ -192,6 +192,7 @@ class SessionManager {
   // Once a second: learns the sessions' CPU per frame; process_cpu_ms: the process's CPU over the interval.
   void LearnCosts(double process_cpu_ms) REQUIRES(mu_);
   std::string DefaultKind() const;
+  std::string KindName(VideoCodec codec, Mode mode) const;  // "anonymized h264 720p30"
   // Times the standalone transcode (the limit), builds the cost model and its metrics.
   Status StartCapacity(MetricsRegistry* metrics);
 

@@ -281,13 +281,21 @@ TEST(Server, AdmitsByMeasuredCapacity) {
             std::string::npos)
       << why;
   EXPECT_EQ(over.headers.count("Retry-After"), 1u);
+  // An H.264 session (a larger transcode) is refused in its own kind's numbers.
+  Reply over_h264 = server.Call("POST", "/v1/sessions", R"({"id":"over-h264","codec":"h264"})");
+  EXPECT_EQ(over_h264.status, 503) << over_h264.text;
+  const std::string why_h264 = over_h264.body.value("error", "");
+  EXPECT_NE(why_h264.find(" anonymized h264 720p30 sessions on 1 cores, " + std::to_string(n) + " running"),
+            std::string::npos)
+      << why_h264;
+  EXPECT_NE(why_h264.find("a h264 anonymize session needs"), std::string::npos) << why_h264;
   ready = server.Call("GET", "/readyz");
   EXPECT_EQ(ready.status, 503);
   EXPECT_NEAR(ready.body["headroom"].get<double>(), std::max(0.0, 1 - n * per / budget), 1e-6);
   EXPECT_NE(ready.body["reason"].get<std::string>().find("at capacity"), std::string::npos);
   const std::string metrics = server.Call("GET", "/metrics").text;
   EXPECT_NE(metrics.find("veil_capacity_sessions " + std::to_string(n) + "\n"), std::string::npos) << metrics;
-  EXPECT_NE(metrics.find("veil_sessions_rejected_total 1\n"), std::string::npos);
+  EXPECT_NE(metrics.find("veil_sessions_rejected_total 2\n"), std::string::npos);
   // One leaves: there is room again.
   EXPECT_EQ(server.Call("DELETE", "/v1/sessions/c0").status, 204);
   EXPECT_EQ(server.Call("GET", "/readyz").status, 200);
