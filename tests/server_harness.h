@@ -223,6 +223,7 @@ class Watch {
     return checks_;
   }
   void Close() { viewer_.reset(); }
+  ViewerCounters counters() const { return viewer_ ? viewer_->counters() : ViewerCounters{}; }
 
  private:
   void Check(const Frame& f, uint32_t ts, double arrival) {

@@ -94,9 +94,9 @@ void RtpPublisher::Run() {
         f.data = pk.data;
         f.keyframe = pk.keyframe;
         const uint32_t ts = vts0 + uint32_t(t_us * 9 / 100);  // 90 kHz
+        if (cb_) cb_(ts, NowMs());  // before the send: see OnFrameSent
         if (video_->Send(f, ts).ok()) {
           ++frames_;
-          if (cb_) cb_(ts, NowMs());
         } else {
           ++errors_;
         }

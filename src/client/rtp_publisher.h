@@ -42,7 +42,9 @@ struct PublisherStats {
 
 class RtpPublisher {
  public:
-  // Called on the publishing thread after each video frame went out.
+  // Called on the publishing thread for each video frame, just before its packets go out: a
+  // relay that forwards at once (bypass) can hand the frame to a local viewer before a call
+  // after the send would have run, and the frame would then match no logged send.
   using OnFrameSent = std::function<void(uint32_t rtp_ts, double sent_ms)>;
   static Result<std::unique_ptr<RtpPublisher>> Start(ClipPtr clip, const PublisherConfig& c, OnFrameSent cb = {});
   ~RtpPublisher();  // Stop()

@@ -566,8 +566,19 @@ TEST(Server, H264SessionsAndOpusPassThrough) {
   const uint64_t forwarded = sb.body.value("frames_forwarded", uint64_t(0)), sent_b = sb.body.value("frames_sent", uint64_t(0));
   if (std::getenv("VEIL_TEST_VERBOSE"))
     for (const FrameCheck& c : csb) std::printf("  bypass frame %d: %d of %d faces visible, grad %.2f\n", c.index, c.leaked, c.faces, c.grad);
-  std::printf("h264 bypass: %d frames, delivered %.3f, %llu of %llu sent forwarded, %d of %d faces visible\n", bypass.frames,
-              ratio_b, (unsigned long long)forwarded, (unsigned long long)sent_b, bypass.leaked, bypass.faces);
+  std::printf("h264 bypass: %d frames, delivered %.3f, %llu of %llu sent forwarded, %d of %d faces visible; server: viewer "
+              "drops %s, ingest rtp %s\n",
+              bypass.frames, ratio_b, (unsigned long long)forwarded, (unsigned long long)sent_b, bypass.leaked,
+              bypass.faces, sb.body.value("viewer_drops", json(0)).dump().c_str(), sb.body.value("rtp", json::object()).dump().c_str());
+  {
+    const ViewerCounters vcb = wb.counters(), vca = w.counters();
+    std::printf("viewers (bypass / anonymized): frames %llu / %llu, decoded %llu / %llu, decode errors %llu / %llu, rtp lost "
+                "%llu / %llu, late %llu / %llu\n",
+                (unsigned long long)vcb.frames, (unsigned long long)vca.frames, (unsigned long long)vcb.decoded,
+                (unsigned long long)vca.decoded, (unsigned long long)vcb.decode_errors,
+                (unsigned long long)vca.decode_errors, (unsigned long long)vcb.rtp.lost, (unsigned long long)vca.rtp.lost,
+                (unsigned long long)vcb.rtp.late, (unsigned long long)vca.rtp.late);
+  }
 #if !defined(VEIL_SANITIZED_BUILD)
   EXPECT_GE(ratio_b, 0.95);
 #endif
