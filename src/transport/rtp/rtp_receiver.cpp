@@ -28,7 +28,10 @@ Result<std::unique_ptr<RtpReceiver>> RtpReceiver::Start(const RtpReceiverConfig&
   if (Status s = Validate(c); !s) return s;
   const VideoCodecInfo& vc = Info(c.codec);
   const std::string desc =
-      "udpsrc name=src buffer-size=" + std::to_string(c.socket_buffer_bytes) + " address=" + c.address +
+      // reuse=false: udpsrc sets SO_REUSEADDR by default, and Linux then hands a socket asking for
+      // port 0 a port another SO_REUSEADDR socket holds (165 duplicates in 3000 such binds here):
+      // two sessions, or a session and a viewer, would share one port and each other's packets.
+      "udpsrc name=src reuse=false buffer-size=" + std::to_string(c.socket_buffer_bytes) + " address=" + c.address +
       " port=" + std::to_string(c.port) + " caps=\"application/x-rtp,media=video,clock-rate=" +
       std::to_string(vc.clock_rate) + ",encoding-name=" + vc.sdp_name + ",payload=" + std::to_string(c.payload_type) +
       "\" ! rtpjitterbuffer name=jb latency=" + std::to_string(c.latency_ms) +

@@ -230,6 +230,29 @@ TEST(Rtp, PublisherRestartWithTheSameSsrcIsFollowed) {
   }
 }
 
+// An ingest port is the receiver's alone. Linux gives a socket with SO_REUSEADDR (udpsrc's
+// default) a port another SO_REUSEADDR socket already holds, also when it asked for any port:
+// sessions would then receive each other's publishers. Here the other socket holds the port the
+// receiver is asked for; binding must fail instead of sharing it.
+TEST(Rtp, IngestNeverSharesAPortWithAnotherSocket) {
+  const int fd = socket(AF_INET, SOCK_DGRAM, 0);
+  ASSERT_GE(fd, 0);
+  const int one = 1;
+  ASSERT_EQ(setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one), 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  socklen_t len = sizeof a;
+  ASSERT_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len), 0);
+  RtpReceiverConfig rc;
+  rc.address = "127.0.0.1";
+  rc.port = ntohs(a.sin_port);
+  auto r = RtpReceiver::Start(rc, {});
+  EXPECT_FALSE(r.ok()) << "the receiver bound port " << rc.port << ", which another socket holds";
+  close(fd);
+}
+
 TEST(Rtp, RejectsBadConfigAndViewers) {
   RtpReceiverConfig rc;
   rc.address = "127.0.0.1 ! fakesink";  // no pipeline injection
