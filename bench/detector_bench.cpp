@@ -65,8 +65,11 @@ void BM_YuNetDecode(benchmark::State& st) {
 BENCHMARK(BM_YuNetDecode)->Unit(benchmark::kMicrosecond);
 
 // Forward + decode of the real model (needs the model; skipped with a message otherwise).
+// Args: width, height, batch, forward pass (0 = OpenCV DNN, 1 = veil's native engine).
 void BM_YuNetDetect(benchmark::State& st) {
-  auto d = LoadDetector({});
+  DetectorConfig c;
+  c.engine = st.range(3) ? "native" : "opencv";
+  auto d = LoadDetector(c);
   if (!d.ok()) {
     st.SkipWithError(d.error().c_str());
     return;
@@ -80,11 +83,17 @@ void BM_YuNetDetect(benchmark::State& st) {
   st.counters["ms_per_frame"] =
       benchmark::Counter(double(batch), benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
 }
-BENCHMARK(BM_YuNetDetect)->Args({320, 180, 1})->Args({640, 352, 1})->Args({640, 360, 1})->Args({640, 360, 4})->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_YuNetDetect)
+    ->Args({320, 180, 1, 0})->Args({320, 180, 1, 1})
+    ->Args({640, 352, 1, 0})->Args({640, 352, 1, 1})
+    ->Args({640, 360, 1, 0})->Args({640, 360, 1, 1})
+    ->Args({640, 360, 4, 0})->Args({640, 360, 4, 1})
+    ->Unit(benchmark::kMillisecond);
 
 // Batches of varying size, as a scheduler forms them (3, 4, 2, 4, 1 ...):
 // arg 0 = one network for every shape (OpenCV re-plans it at each change),
-// arg 1 = one network per shape (what LoadDetector builds). Same frames, one run.
+// arg 1 = one network per shape (what LoadDetector builds for the OpenCV forward pass). Same
+// frames, one run.
 void BM_YuNetMixedBatches(benchmark::State& st) {
   auto model = ResolveModel("yunet", "", "");
   if (!model.ok()) {
@@ -93,7 +102,9 @@ void BM_YuNetMixedBatches(benchmark::State& st) {
   }
   std::unique_ptr<Detector> d;
   if (st.range(0) == 1) {
-    auto l = LoadDetector({});
+    DetectorConfig c;
+    c.engine = "opencv";
+    auto l = LoadDetector(c);
     if (!l.ok()) {
       st.SkipWithError(l.error().c_str());
       return;

@@ -187,6 +187,7 @@ const std::vector<KeySpec>& ConfigKeys() {
       Key("detector.model", "model", "model file (default: $VEIL_MODEL_DIR, data dir, assets, embedded)", F(detector.model_path)),
       Key("detector.model_sha256", "model-sha256", "accept a model file with this sha256 (custom models)", F(detector.model_sha256)),
       Key("detector.threads", "threads", "OpenCV threads inside one detector", F(detector.threads)),
+      Key("detector.engine", "detector-engine", "yunet's forward pass: native (veil's kernels, one thread), opencv (OpenCV DNN), or auto (native at one thread)", F(detector.engine)),
       Key("detector.nms_iou", "", "non-maximum suppression IoU", F(detector.nms_iou)),
       Key("detector.second_look", "second-look", "a detection under detector.second_look_below starts no track unless YuNet, shown a crop around it scaled up, scores this (0: off)", F(detector.second_look.score)),
       Key("detector.second_look_below", "", "...detections under this score get the second look (tracker.score)", F(detector.second_look.below)),

@@ -7,6 +7,7 @@
 #include "vision/second_look.h"
 #include "vision/ultraface.h"
 #include "vision/yunet.h"
+#include "vision/yunet_engine.h"
 
 namespace veil {
 
@@ -35,6 +36,12 @@ Status Validate(const DetectorConfig& c) {
     return Status::Error("detector must be 'yunet' or 'ultraface', got '" + c.family + "'");
   if (!(c.nms_iou > 0.f && c.nms_iou < 1.f)) return Status::Error("nms_iou must be in (0, 1)");
   if (c.threads < 1 || c.threads > 256) return Status::Error("detector threads must be in [1, 256]");
+  if (c.engine != "auto" && c.engine != "native" && c.engine != "opencv")
+    return Status::Error("detector engine must be 'auto', 'native' or 'opencv', got '" + c.engine + "'");
+  if (c.engine == "native" && c.family != "yunet")
+    return Status::Error("detector engine 'native' runs yunet only; " + c.family + " runs on OpenCV ('auto' or 'opencv')");
+  if (c.engine == "native" && c.threads != 1)
+    return Status::Error("detector engine 'native' runs one thread; detector.threads > 1 needs 'opencv'");
   if (!c.model_sha256.empty() &&
       (c.model_sha256.size() != 64 || c.model_sha256.find_first_not_of("0123456789abcdef") != std::string::npos))
     return Status::Error("model sha256 must be 64 lowercase hex digits");
@@ -71,7 +78,18 @@ Result<std::unique_ptr<Detector>> LoadDetector(const DetectorConfig& c, std::str
         return Status::Error(std::string("yunet: cannot copy the network: ") + e.what());
       }
     };
-    std::unique_ptr<Detector> yunet(new YuNetDetector(std::move(net), c.nms_iou, more));
+    // veil's own forward pass unless told otherwise; it checks itself against OpenCV's on load.
+    std::unique_ptr<YuNetEngine> engine;
+    if (c.engine == "native" || (c.engine == "auto" && c.threads == 1)) {
+      auto e = YuNetEngine::Create(net);
+      if (e) engine = std::move(*e);
+      else if (c.engine == "native") return e.status();
+      if (source) *source += engine ? std::string("; forward pass: native (") + engine->isa() + ")"
+                                    : "; forward pass: OpenCV DNN (" + e.status().message() + ")";
+    } else if (source) {
+      *source += "; forward pass: OpenCV DNN";
+    }
+    std::unique_ptr<Detector> yunet(new YuNetDetector(std::move(net), c.nms_iou, more, std::move(engine)));
     if (c.second_look.score > 0.f) return std::unique_ptr<Detector>(new SecondLookDetector(std::move(yunet), c.second_look));
     return yunet;
   }

@@ -53,6 +53,9 @@ struct DetectorConfig {
   std::string model_sha256;      // expected sha256 for a custom model file; empty = known models only
   float nms_iou = 0.3f;
   int threads = 1;               // OpenCV DNN threads (process-wide setting)
+  // YuNet's forward pass: "native" (vision/yunet_engine.h, one thread), "opencv" (OpenCV DNN),
+  // or "auto": native for yunet at one thread, else OpenCV.
+  std::string engine = "auto";
   SecondLookParams second_look;  // vision/second_look.h (yunet only)
 };
 

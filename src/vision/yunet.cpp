@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "vision/yunet_engine.h"
+
 namespace veil {
 namespace {
 constexpr int kStrides[3] = {8, 16, 32};
@@ -89,6 +91,11 @@ Detections YuNetDecode(const std::vector<cv::Mat>& outs, int b, cv::Size padded,
   return Nms(std::move(dets), nms_iou);
 }
 
+YuNetDetector::YuNetDetector(cv::dnn::Net net, float nms_iou, NetFactory make_net, std::unique_ptr<YuNetEngine> engine)
+    : net_(std::move(net)), nms_(nms_iou), make_net_(std::move(make_net)), engine_(std::move(engine)) {}
+
+YuNetDetector::~YuNetDetector() = default;
+
 Result<cv::dnn::Net*> YuNetDetector::NetFor(int batch, cv::Size padded) {
   if (!make_net_) return &net_;
   const auto key = std::make_tuple(batch, padded.width, padded.height);
@@ -102,6 +109,16 @@ Result<cv::dnn::Net*> YuNetDetector::NetFor(int batch, cv::Size padded) {
 }
 
 Result<std::vector<cv::Mat>> YuNetDetector::Run(const std::vector<cv::Mat>& images, cv::Size padded) {
+  if (engine_) {
+    std::vector<cv::Mat> outs(12);
+    for (int k = 0; k < 12; ++k) {
+      const int sz[3] = {int(images.size()), YuNetAnchors(k, padded), YuNetColumns(k)};
+      outs[k].create(3, sz, CV_32F);
+    }
+    for (size_t b = 0; b < images.size(); ++b)
+      if (Status s = engine_->Run(images[b], padded, outs, int(b)); !s) return s;
+    return outs;
+  }
   auto net = NetFor(int(images.size()), padded);
   if (!net) return net.status();
   YuNetBlob(images, padded, blob_);

@@ -3,11 +3,13 @@
 #pragma once
 #include <functional>
 #include <map>
+#include <memory>
 #include <tuple>
 
 #include <opencv2/dnn.hpp>
 
 #include "vision/detector.h"
+#include "vision/yunet_engine.h"
 
 namespace veil {
 
@@ -39,9 +41,11 @@ class YuNetDetector : public DnnDetector {
  public:
   using NetFactory = std::function<Result<cv::dnn::Net>()>;
   // `make_net` (optional) builds another copy of the network; without it one
-  // network serves every shape.
-  YuNetDetector(cv::dnn::Net net, float nms_iou, NetFactory make_net = {})
-      : net_(std::move(net)), nms_(nms_iou), make_net_(std::move(make_net)) {}
+  // network serves every shape. With `engine` (vision/yunet_engine.h) the forward pass is
+  // veil's own and OpenCV's network is not run.
+  YuNetDetector(cv::dnn::Net net, float nms_iou, NetFactory make_net = {},
+                std::unique_ptr<YuNetEngine> engine = nullptr);
+  ~YuNetDetector() override;
   std::string name() const override { return "yunet"; }
   // Per image, the 12 outputs (YuNetOutputNames order), each [1, anchors, columns].
   Result<std::vector<std::vector<cv::Mat>>> Forward(const std::vector<cv::Mat>& images) override;
@@ -56,6 +60,7 @@ class YuNetDetector : public DnnDetector {
   float nms_;
   NetFactory make_net_;
   std::map<std::tuple<int, int, int>, cv::dnn::Net> nets_;  // (batch, width, height) -> its own network
+  std::unique_ptr<YuNetEngine> engine_;
   // The 12 outputs of one forward pass over `images` (validated shapes).
   Result<std::vector<cv::Mat>> Run(const std::vector<cv::Mat>& images, cv::Size padded);
 };

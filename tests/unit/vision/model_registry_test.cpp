@@ -19,11 +19,17 @@ class ModelRegistry : public ::testing::Test {
     dir_ = test::TempPath("models");
     fs::create_directories(dir_);
     unsetenv("VEIL_MODEL_DIR");
+    const char* a = std::getenv("VEIL_ASSETS");
+    had_assets_ = a != nullptr;
+    if (a) assets_ = a;
   }
+  // Puts VEIL_ASSETS back as it was: a test that points it at the temporary folder must not
+  // leave the tests after it (yunet_engine_test in this binary) looking there.
   void TearDown() override {
     fs::remove_all(dir_);
     unsetenv("VEIL_MODEL_DIR");
-    setenv("VEIL_ASSETS", test::Assets().c_str(), 1);
+    if (had_assets_) setenv("VEIL_ASSETS", assets_.c_str(), 1);
+    else unsetenv("VEIL_ASSETS");
   }
   std::string Write(const std::string& name, const std::string& bytes) {
     const std::string p = dir_ + "/" + name;
@@ -31,6 +37,8 @@ class ModelRegistry : public ::testing::Test {
     return p;
   }
   std::string dir_;
+  std::string assets_;
+  bool had_assets_ = false;
 };
 
 TEST_F(ModelRegistry, ExplicitFileWithWrongShaIsAnError) {
