@@ -290,7 +290,8 @@ void HttpApi::Routes() {
                    {"transcode_ms", c.transcode_ms},
                    {"limit_sessions", c.limit_sessions},
                    {"cost_ratio", c.ratio},
-                   {"cost_learned", c.learned}}}};
+                   {"cost_learned", c.learned},
+                   {"cost_saturated_seconds", c.saturated_seconds}}}};
     json costs = json::array();
     for (const CapacityModel::Cost& k : c.costs)
       costs.push_back({{"codec", Name(k.codec)}, {"mode", ModeName(k.mode)}, {"cpu_per_frame_vs_transcode", k.ratio},

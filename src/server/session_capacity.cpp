@@ -102,11 +102,12 @@ CapacityState SessionManager::Capacity() const {
   c.costs = capacity_->Costs();
   MutexLock lk(mu_);
   c.load_ms_per_s = LoadMsPerS();
+  c.saturated_seconds = saturated_intervals_;
   c.headroom = std::max(0.0, 1.0 - c.load_ms_per_s / c.budget_ms_per_s);
   return c;
 }
 
-void SessionManager::LearnCosts(double process_cpu_ms) {
+void SessionManager::LearnCosts(double process_cpu_ms, double wall_ms) {
   // The sessions' own threads (decode, privacy, encode) over the interval; the rest of the
   // process's CPU (inference, packetization, viewers, HTTP) is shared out in proportion.
   struct Step {
@@ -140,6 +141,10 @@ void SessionManager::LearnCosts(double process_cpu_ms) {
     steps.push_back(s);
   }
   if (threads_ms <= 0) return;
+  if (capacity_->Saturated(process_cpu_ms, wall_ms)) {  // contention: costs read high
+    ++saturated_intervals_;
+    return;
+  }
   const double share = std::clamp(process_cpu_ms / threads_ms, 1.0, 3.0);
   for (const Step& s : steps)
     if (s.steady && s.frames >= 10) capacity_->Learn(s.e->load, s.cpu_ms * share / double(s.frames));

@@ -69,7 +69,7 @@ void SessionManager::Housekeeping() {
       m_cpu_s_->Inc((cpu - last_cpu) / 1000.0);
       {
         MutexLock lk(mu_);
-        LearnCosts(cpu - last_cpu);
+        LearnCosts(cpu - last_cpu, now - last_wall);
       }
       const CapacityState c = Capacity();
       m_capacity_->Set(c.capacity_sessions);

@@ -63,6 +63,7 @@ struct CapacityState {
   double limit_sessions = 0;    // cores x 33.3 ms / transcode_ms
   double ratio = 0;             // the model's default session CPU per frame / transcode_ms
   bool learned = false;         // the ratio was learned from running sessions (else the prior)
+  int64_t saturated_seconds = 0;  // seconds not learned from: the process above 80% of the cores
   std::string default_kind;     // e.g. "anonymized vp8 720p30"
   std::map<std::string, double> transcode_ms_by_codec;
   std::vector<CapacityModel::Cost> costs;  // the whole model
@@ -190,7 +191,7 @@ class SessionManager {
   std::string AdmitReason(const SessionLoad& want) const REQUIRES(mu_);
   double LoadMsPerS() const REQUIRES(mu_);
   // Once a second: learns the sessions' CPU per frame; process_cpu_ms: the process's CPU over the interval.
-  void LearnCosts(double process_cpu_ms) REQUIRES(mu_);
+  void LearnCosts(double process_cpu_ms, double wall_ms) REQUIRES(mu_);
   std::string DefaultKind() const;
   std::string KindName(VideoCodec codec, Mode mode) const;  // "anonymized h264 720p30"
   // Times the standalone transcode (the limit), builds the cost model and its metrics.
@@ -231,6 +232,7 @@ class SessionManager {
   // and is still late (-1: not overloaded). Meanwhile new viewers and sessions are refused; after
   // ShedEndAfterMs() of it the newest session ends, and the clock starts again.
   double overloaded_since_ms_ GUARDED_BY(mu_) = -1;
+  int64_t saturated_intervals_ GUARDED_BY(mu_) = 0;  // LearnCosts intervals skipped (CapacityModel::Saturated)
   std::string overloaded_why_ GUARDED_BY(mu_);
   double ShedEndAfterMs() const { return 2000.0 * deps_.server.shed_calm_s; }
   // Empty unless the node is overloaded and shedding: then why new viewers are refused.

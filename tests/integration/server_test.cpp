@@ -268,6 +268,7 @@ TEST(Server, AdmitsByMeasuredCapacity) {
   EXPECT_NEAR(budget, 600, 1e-6);  // 1 core x server.cpu_share 0.6
   EXPECT_GT(transcode, 0.5);
   EXPECT_NEAR(cap["limit_sessions"].get<double>(), (1000.0 / 30) / transcode, 1e-6);
+  EXPECT_EQ(cap["cost_saturated_seconds"].get<int>(), 0);  // an idle node has skipped nothing
   const double per = cap["cost_ratio"].get<double>() * transcode * 30;  // CPU ms/s of one 720p30 session
   const int n = cap["sessions"].get<int>();
   EXPECT_EQ(n, std::max(1, int(std::floor(budget / per + 1e-9))));

@@ -64,6 +64,22 @@ TEST(Capacity, LearnsTheRatioFromMeasuredCpuPerFrame) {
   EXPECT_EQ(m.Samples(VideoCodec::kVp8, Mode::kAnonymize), 203);
 }
 
+// Above 80% of the node's cores the sessions contend and each frame reads costlier than it is,
+// so such an interval teaches the model nothing (SessionManager::LearnCosts).
+TEST(Capacity, AnIntervalAboveFourFifthsOfTheCoresIsSaturated) {
+  CapacityModel two(TwoCores(), {{VideoCodec::kVp8, 10.0}});
+  EXPECT_FALSE(two.Saturated(1600, 1000));  // exactly 0.8 x 2 cores x 1000 ms
+  EXPECT_TRUE(two.Saturated(1601, 1000));
+  EXPECT_FALSE(two.Saturated(1320, 1000));  // 12 forwarded H.264 sessions measured at 132%
+  EXPECT_TRUE(two.Saturated(1690, 1000));   // 16 of them, 169%
+  EXPECT_TRUE(two.Saturated(1700, 1050));   // the interval's own length counts: 1700 > 1680
+  EXPECT_FALSE(two.Saturated(1700, 1100));  // 1700 < 1760
+  EXPECT_FALSE(two.Saturated(5000, 0));     // no interval
+  CapacityModel one(CapacityOptions{1, 0.6, 30, 1280, 720}, {{VideoCodec::kVp8, 10.0}});
+  EXPECT_TRUE(one.Saturated(900, 1000));
+  EXPECT_FALSE(one.Saturated(700, 1000));
+}
+
 TEST(Capacity, SessionsThatFitAndTheLimit) {
   CapacityModel m(TwoCores(), {{VideoCodec::kVp8, 10.0}});
   EXPECT_NEAR(m.BudgetMsPerS(), 1000, 1e-9);
