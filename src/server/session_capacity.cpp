@@ -107,6 +107,10 @@ CapacityState SessionManager::Capacity() const {
   return c;
 }
 
+namespace {
+constexpr int kLearnWarmupSteps = 3;
+}  // namespace
+
 void SessionManager::LearnCosts(double process_cpu_ms, double wall_ms) {
   // The sessions' own threads (decode, privacy, encode) over the interval; the rest of the
   // process's CPU (inference, packetization, viewers, HTTP) is shared out in proportion.
@@ -127,7 +131,11 @@ void SessionManager::LearnCosts(double process_cpu_ms, double wall_ms) {
     const Mode mode = ls.mode();
     // A session that sheds load (a faster encoder, sparser detection) costs less than the model's
     // sessions do: learning from it would admit more than the node carries.
-    Step s{&e, cpu - e.cpu_ms, frames - e.frames_in, mode == e.mode_then && w > 0 && e.shed_level == 0};
+    // Its first kLearnWarmupSteps seconds are its start-up (pipeline, first keyframe, the
+    // detector's first pass at its size), not what it costs running.
+    Step s{&e, cpu - e.cpu_ms, frames - e.frames_in,
+           mode == e.mode_then && w > 0 && e.shed_level == 0 && e.learn_steps >= kLearnWarmupSteps};
+    ++e.learn_steps;
     e.cpu_ms = cpu;
     e.frames_in = frames;
     e.mode_then = mode;
@@ -140,7 +148,12 @@ void SessionManager::LearnCosts(double process_cpu_ms, double wall_ms) {
     threads_ms += s.cpu_ms;
     steps.push_back(s);
   }
-  if (threads_ms <= 0) return;
+  // A session created or ended in the interval put its set-up or tear-down in the process's CPU,
+  // which would be shared out over the others' frames.
+  const bool changed = steps.size() != learn_sessions_ ||
+                       std::any_of(steps.begin(), steps.end(), [](const Step& s) { return s.e->learn_steps == 1; });
+  learn_sessions_ = steps.size();
+  if (threads_ms <= 0 || changed) return;
   if (capacity_->Saturated(process_cpu_ms, wall_ms)) {  // contention: costs read high
     ++saturated_intervals_;
     return;
