@@ -141,7 +141,7 @@ Result<std::unique_ptr<YuNetEngine>> YuNetEngine::Create(cv::dnn::Net& net, cons
   return e;
 }
 
-Status YuNetEngine::Block1(const Block& b, const float* in, int h, int w, bool relu, float* out) {
+Status YuNetEngine::RunBlock(const Block& b, const float* in, int h, int w, bool relu, float* out) {
   if (!k_.pw_dw(in, h, w, b.ci, b.co, b.wpw.data(), b.bpw.data(), b.wdw.data(), b.bdw.data(), relu, out,
                 ring_.data()))
     return Status::Error("yunet engine: no kernel for " + std::to_string(b.ci) + " -> " + std::to_string(b.co));
@@ -195,7 +195,7 @@ Status YuNetEngine::Run(const cv::Mat& image, cv::Size padded, std::vector<cv::M
   float *A = a_.data(), *B = b_.data();
   int ch = h / 2, cw = w / 2;
   k_.conv0(in_.data(), h, w, w0_.data(), b0_.data(), A);
-  auto blk = [&](int i, float* from, float* to) { return Block1(backbone_[i], from, ch, cw, true, to); };
+  auto blk = [&](int i, float* from, float* to) { return RunBlock(backbone_[i], from, ch, cw, true, to); };
   auto pool = [&](float* from, int c, float* to) {
     k_.max_pool(from, ch, cw, c, to);
     ch /= 2;
@@ -212,16 +212,16 @@ Status YuNetEngine::Run(const cv::Mat& image, cv::Size padded, std::vector<cv::M
   pool(s16_.data(), 64, B);  // stride 32
   if (!(s = blk(9, B, A)) || !(s = blk(10, A, s32_.data()))) return s;
   // The feature pyramid, top down.
-  if (!(s = Block1(neck_[0], s32_.data(), h / 32, w / 32, true, n32_.data()))) return s;
+  if (!(s = RunBlock(neck_[0], s32_.data(), h / 32, w / 32, true, n32_.data()))) return s;
   k_.up_add(n32_.data(), s16_.data(), h / 16, w / 16, 64, A);
-  if (!(s = Block1(neck_[1], A, h / 16, w / 16, true, n16_.data()))) return s;
+  if (!(s = RunBlock(neck_[1], A, h / 16, w / 16, true, n16_.data()))) return s;
   k_.up_add(n16_.data(), s8_.data(), h / 8, w / 8, 64, A);
-  if (!(s = Block1(neck_[2], A, h / 8, w / 8, true, n8_.data()))) return s;
+  if (!(s = RunBlock(neck_[2], A, h / 8, w / 8, true, n8_.data()))) return s;
 
   const float* feats[3] = {n8_.data(), n16_.data(), n32_.data()};
   for (int l = 0; l < 3; ++l) {
     const int st = 8 << l;
-    if (!(s = Block1(heads_[l], feats[l], h / st, w / st, false, head_.data()))) return s;
+    if (!(s = RunBlock(heads_[l], feats[l], h / st, w / st, false, head_.data()))) return s;
     const int n = YuNetAnchors(l, padded);
     float* cls = outs[l].ptr<float>() + size_t(b) * n;
     float* obj = outs[3 + l].ptr<float>() + size_t(b) * n;

@@ -1,8 +1,8 @@
 // YuNet 2023mar's forward pass in veil's own code (vision/yunet_kernels.h) instead of OpenCV
 // 4.6's DNN module, which spends 2-5x the arithmetic's time on this small network's layers
 // (16-64 channels: its 1x1 convolutions ran at 17-37 GFLOP/s here, the same ones channels-last
-// at 75-90). The weights are read from the network OpenCV loaded, so the model file, its
-// checksum and its resolution stay as they are; the graph (11 backbone blocks, a 3-level
+// at 84-99 in a standalone loop). The weights are read from the network OpenCV loaded, so the
+// model file, its checksum and its resolution stay as they are; the graph (11 backbone blocks, a 3-level
 // feature pyramid, 4 heads per level) is this model family's, and Create() refuses a network
 // whose layers do not have its shapes or whose outputs differ from OpenCV's on a test image.
 #pragma once
@@ -39,7 +39,7 @@ class YuNetEngine {
   };
   explicit YuNetEngine(const YuNetKernels& k) : k_(k) {}
   Status Load(cv::dnn::Net& net);
-  Status Block1(const Block& b, const float* in, int h, int w, bool relu, float* out);
+  Status RunBlock(const Block& b, const float* in, int h, int w, bool relu, float* out);
 
   const YuNetKernels& k_;
   std::vector<float> w0_, b0_;  // the first layer: [3][3][3][16], [16]
