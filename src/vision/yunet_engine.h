@@ -2,9 +2,10 @@
 // 4.6's DNN module, which spends 2-5x the arithmetic's time on this small network's layers
 // (16-64 channels: its 1x1 convolutions ran at 17-37 GFLOP/s here, the same ones channels-last
 // at 84-99 in a standalone loop). The weights are read from the network OpenCV loaded, so the
-// model file, its checksum and its resolution stay as they are; the graph (11 backbone blocks, a 3-level
-// feature pyramid, 4 heads per level) is this model family's, and Create() refuses a network
-// whose layers do not have its shapes or whose outputs differ from OpenCV's on a test image.
+// model file, its checksum and its resolution stay as they are; the graph (11 backbone blocks,
+// a 3-level feature pyramid, 4 heads per level) is this model family's, and Create() refuses a
+// network whose layers do not have its shapes or whose outputs differ from OpenCV's on a test
+// image.
 #pragma once
 #include <memory>
 #include <vector>
