@@ -23,7 +23,8 @@ class YuNetEngine {
   // Reads the weights of `net` (a YuNet graph as readNetFromONNX returns it) and checks the
   // result against `net`'s own forward pass on a fixed test image (`tolerance`: the largest
   // difference of any output allowed).
-  static Result<std::unique_ptr<YuNetEngine>> Create(cv::dnn::Net& net, const YuNetKernels& k = YuNetKernelsFor(),
+  static Result<std::unique_ptr<YuNetEngine>> Create(cv::dnn::Net& net,
+                                                     const YuNetKernels& k = YuNetKernelsFor(),
                                                      float tolerance = 1e-3f);
 
   // Runs `image` (CV_8UC3 or CV_32FC3, BGR 0..255, at most `padded`; zero padding right and
@@ -43,10 +44,10 @@ class YuNetEngine {
   Status RunBlock(const Block& b, const float* in, int h, int w, bool relu, float* out);
 
   const YuNetKernels& k_;
-  std::vector<float> w0_, b0_;  // the first layer: [3][3][3][16], [16]
+  std::vector<float> w0_, b0_;   // the first layer: [3][3][3][16], [16]
   std::vector<Block> backbone_;  // 11 blocks
   Block neck_[3];                // at strides 32, 16, 8
-  Block heads_[3];               // strides 8, 16, 32: cls, obj, bbox (4), kps (10) as one 16-channel block
+  Block heads_[3];  // strides 8, 16, 32: cls, obj, bbox (4), kps (10) as one 16-channel block
   // Scratch, grown to the largest input seen.
   std::vector<float> in_, a_, b_, s8_, s16_, s32_, n8_, n16_, n32_, head_, ring_;
 };

@@ -7,6 +7,8 @@
 #else
 #include "vision/yunet_kernels.h"
 namespace veil {
-const YuNetKernels& YuNetKernelsAvx2() { return YuNetKernelsGeneric(); }
+const YuNetKernels& YuNetKernelsAvx2() {
+  return YuNetKernelsGeneric();
+}
 }  // namespace veil
 #endif

@@ -1,5 +1,7 @@
 // veil's own YuNet forward pass (vision/yunet_engine.h) against OpenCV DNN's forward pass of the
 // same model file: the oracle is OpenCV, not the engine.
+#include "vision/yunet_engine.h"
+
 #include <gtest/gtest.h>
 
 #include <opencv2/imgcodecs.hpp>
@@ -10,7 +12,6 @@
 #include "vision/detector.h"
 #include "vision/model_registry.h"
 #include "vision/yunet.h"
-#include "vision/yunet_engine.h"
 
 namespace veil {
 namespace {
@@ -18,7 +19,8 @@ namespace {
 cv::dnn::Net ReadNet(const std::string& family) {
   auto m = ResolveModel(family, "", "");
   EXPECT_TRUE(m.ok()) << m.error();
-  cv::dnn::Net n = cv::dnn::readNetFromONNX(reinterpret_cast<const char*>(m->bytes.data()), m->bytes.size());
+  cv::dnn::Net n =
+      cv::dnn::readNetFromONNX(reinterpret_cast<const char*>(m->bytes.data()), m->bytes.size());
   n.setPreferableBackend(cv::dnn::DNN_BACKEND_OPENCV);
   n.setPreferableTarget(cv::dnn::DNN_TARGET_CPU);
   return n;
@@ -94,10 +96,13 @@ void ExpectSameAsOpenCv(const YuNetKernels& kernels) {
     faces += int(a.size());
   }
   EXPECT_GE(faces, 20);  // the photos have faces to compare
-  std::printf("[ %s ] %d detections compared; largest output difference %.2g\n", kernels.isa, faces, worst);
+  std::printf("[ %s ] %d detections compared; largest output difference %.2g\n", kernels.isa, faces,
+              worst);
 }
 
-TEST(YuNetEngine, GenericKernelsGiveOpenCvsOutputs) { ExpectSameAsOpenCv(YuNetKernelsGeneric()); }
+TEST(YuNetEngine, GenericKernelsGiveOpenCvsOutputs) {
+  ExpectSameAsOpenCv(YuNetKernelsGeneric());
+}
 
 TEST(YuNetEngine, Avx2KernelsGiveOpenCvsOutputs) {
   if (std::string(YuNetKernelsFor().isa) != "avx2") GTEST_SKIP() << "this CPU has no AVX2 + FMA";
@@ -132,10 +137,10 @@ TEST(YuNetEngine, BadInputIsAnError) {
   ASSERT_TRUE(e.ok()) << e.error();
   cv::Mat img(40, 40, CV_8UC3, cv::Scalar::all(9));
   std::vector<cv::Mat> outs(12);
-  EXPECT_FALSE((*e)->Run(img, {64, 64}, outs, 0).ok());           // outputs not shaped
-  EXPECT_FALSE((*e)->Run(img, {30, 64}, outs, 0).ok());           // off the grid
-  EXPECT_FALSE((*e)->Run(img, {32, 32}, outs, 0).ok());           // image larger than padded
-  EXPECT_FALSE((*e)->Run(cv::Mat(), {64, 64}, outs, 0).ok());     // empty
+  EXPECT_FALSE((*e)->Run(img, {64, 64}, outs, 0).ok());        // outputs not shaped
+  EXPECT_FALSE((*e)->Run(img, {30, 64}, outs, 0).ok());        // off the grid
+  EXPECT_FALSE((*e)->Run(img, {32, 32}, outs, 0).ok());        // image larger than padded
+  EXPECT_FALSE((*e)->Run(cv::Mat(), {64, 64}, outs, 0).ok());  // empty
   EXPECT_FALSE((*e)->Run(cv::Mat(40, 40, CV_8UC1), {64, 64}, outs, 0).ok());  // not BGR
 }
 
