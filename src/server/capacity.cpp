@@ -181,4 +181,51 @@ double CapacityModel::LimitSessions(VideoCodec codec) const {
   return t > 0 ? o_.cores * (1000.0 / o_.fps) / t : 0;
 }
 
+CostLearner::StepResult CostLearner::Step(CapacityModel& model, const std::map<std::string, SessionReading>& readings,
+                                          double process_cpu_ms, double wall_ms) {
+  struct Interval {
+    const SessionReading* r;
+    double cpu_ms;
+    uint64_t frames;
+    bool steady;
+  };
+  std::vector<Interval> intervals;
+  double threads_ms = 0;
+  bool changed = readings.size() != previous_.size();
+  std::map<std::string, Previous> next;
+  for (const auto& [id, r] : readings) {
+    auto it = previous_.find(id);
+    // An id whose counters went back is a new session under an old name.
+    const bool known = it != previous_.end() && r.cpu_ms >= it->second.cpu_ms && r.frames >= it->second.frames;
+    changed = changed || !known;
+    const Previous p = known ? it->second : Previous{};
+    Interval in{&r, r.cpu_ms - p.cpu_ms, r.frames - p.frames,
+                known && p.steps >= kWarmupSteps && r.load.mode == p.mode && r.load.width > 0 &&
+                    r.load.height > 0 && r.shed_level == 0};
+    next[id] = Previous{r.cpu_ms, r.frames, r.load.mode, p.steps + 1};
+    threads_ms += in.cpu_ms;
+    intervals.push_back(in);
+  }
+  previous_ = std::move(next);
+  StepResult out;
+  if (changed) {
+    out.outcome = Outcome::kChanged;
+    return out;
+  }
+  if (!(threads_ms > 0)) return out;  // kIdle
+  if (model.Saturated(process_cpu_ms, wall_ms)) {
+    ++saturated_steps_;
+    out.outcome = Outcome::kSaturated;
+    return out;
+  }
+  out.outcome = Outcome::kLearned;
+  const double share = std::clamp(process_cpu_ms / threads_ms, 1.0, kMaxShare);
+  for (const Interval& in : intervals)
+    if (in.steady && in.frames >= kMinFrames) {
+      model.Learn(in.r->load, in.cpu_ms * share / double(in.frames));
+      ++out.learned;
+    }
+  return out;
+}
+
 }  // namespace veil

@@ -13,6 +13,7 @@
 // and frame rate (720p30 until its first frame). The node's budget is
 // cores x cpu_share; a session is admitted when it fits in what is left.
 #pragma once
+#include <cstdint>
 #include <map>
 #include <string>
 #include <utility>
@@ -98,6 +99,52 @@ class CapacityModel {
     int samples = 0;
   };
   std::map<std::pair<VideoCodec, Mode>, Learned> learned_ GUARDED_BY(mu_);
+};
+
+// What a running session shows at a learning step, read from it once a second.
+struct SessionReading {
+  SessionLoad load;     // codec, its mode now, size (0 until its first frame), measured rate
+  double cpu_ms = 0;    // its own threads' CPU so far (decode, privacy, encode)
+  uint64_t frames = 0;  // frames decoded so far
+  int shed_level = 0;   // 0: it runs at full settings
+};
+
+// Teaches a CapacityModel from the sessions' readings, once a second, and leaves out every
+// interval that does not show what a running session costs:
+// - a session's first kWarmupSteps intervals (pipeline set-up, the first keyframe, the
+//   detector's first pass at its size);
+// - an interval in which a session was created or ended (its set-up or tear-down is in the
+//   process's CPU, which is shared out over the others' frames);
+// - a saturated interval (CapacityModel::Saturated: the sessions contend for the cores);
+// - per session: one that sheds load (it costs less than the model's sessions), changed mode,
+//   has no size yet, or decoded fewer than kMinFrames frames.
+// The process's CPU beyond the sessions' threads (inference, packetization, viewers, HTTP) is
+// shared out over the sessions in proportion to their own, by at most kMaxShare.
+// Not thread-safe: the caller serialises Step.
+class CostLearner {
+ public:
+  static constexpr int kWarmupSteps = 3;
+  static constexpr uint64_t kMinFrames = 10;
+  static constexpr double kMaxShare = 3.0;
+  enum class Outcome { kIdle, kChanged, kSaturated, kLearned };
+  struct StepResult {
+    Outcome outcome = Outcome::kIdle;
+    int learned = 0;  // sessions the model learned from
+  };
+  // readings: every running session by id; process_cpu_ms: the process's CPU over the interval.
+  StepResult Step(CapacityModel& model, const std::map<std::string, SessionReading>& readings,
+                  double process_cpu_ms, double wall_ms);
+  int64_t saturated_steps() const { return saturated_steps_; }
+
+ private:
+  struct Previous {
+    double cpu_ms = 0;
+    uint64_t frames = 0;
+    Mode mode = Mode::kAnonymize;
+    int steps = 0;  // learning steps the session has been through
+  };
+  std::map<std::string, Previous> previous_;
+  int64_t saturated_steps_ = 0;
 };
 
 // The prior ratio of a session's CPU per frame to a standalone transcode

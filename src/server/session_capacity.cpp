@@ -102,65 +102,31 @@ CapacityState SessionManager::Capacity() const {
   c.costs = capacity_->Costs();
   MutexLock lk(mu_);
   c.load_ms_per_s = LoadMsPerS();
-  c.saturated_seconds = saturated_intervals_;
+  c.saturated_seconds = learner_.saturated_steps();
   c.headroom = std::max(0.0, 1.0 - c.load_ms_per_s / c.budget_ms_per_s);
   return c;
 }
 
-namespace {
-constexpr int kLearnWarmupSteps = 3;
-}  // namespace
-
 void SessionManager::LearnCosts(double process_cpu_ms, double wall_ms) {
-  // The sessions' own threads (decode, privacy, encode) over the interval; the rest of the
-  // process's CPU (inference, packetization, viewers, HTTP) is shared out in proportion.
-  struct Step {
-    Entry* e;
-    double cpu_ms;
-    uint64_t frames;
-    bool steady;
-  };
-  std::vector<Step> steps;
-  double threads_ms = 0;
+  std::map<std::string, SessionReading> readings;
   for (auto& [id, e] : sessions_) {
     if (!e.session) continue;
     const LiveSession& ls = *e.session;
-    const double cpu = ls.cpu_ms();
-    const uint64_t frames = ls.frames_in();
-    const int w = ls.width(), h = ls.height();
-    const Mode mode = ls.mode();
-    // A session that sheds load (a faster encoder, sparser detection) costs less than the model's
-    // sessions do: learning from it would admit more than the node carries.
-    // Its first kLearnWarmupSteps seconds are its start-up (pipeline, first keyframe, the
-    // detector's first pass at its size), not what it costs running.
-    Step s{&e, cpu - e.cpu_ms, frames - e.frames_in,
-           mode == e.mode_then && w > 0 && e.shed_level == 0 && e.learn_steps >= kLearnWarmupSteps};
-    ++e.learn_steps;
-    e.cpu_ms = cpu;
-    e.frames_in = frames;
-    e.mode_then = mode;
-    e.load.mode = mode;
-    if (w > 0) {
-      e.load.width = w;
-      e.load.height = h;
+    e.load.mode = ls.mode();
+    if (ls.width() > 0) {
+      e.load.width = ls.width();
+      e.load.height = ls.height();
     }
     e.load.fps = ls.received_fps();
-    threads_ms += s.cpu_ms;
-    steps.push_back(s);
+    SessionReading& r = readings[id];
+    r.load = e.load;
+    r.load.width = ls.width();  // 0 until its first frame: nothing to learn yet
+    r.load.height = ls.height();
+    r.cpu_ms = ls.cpu_ms();
+    r.frames = ls.frames_in();
+    r.shed_level = e.shed_level;
   }
-  // A session created or ended in the interval put its set-up or tear-down in the process's CPU,
-  // which would be shared out over the others' frames.
-  const bool changed = steps.size() != learn_sessions_ ||
-                       std::any_of(steps.begin(), steps.end(), [](const Step& s) { return s.e->learn_steps == 1; });
-  learn_sessions_ = steps.size();
-  if (threads_ms <= 0 || changed) return;
-  if (capacity_->Saturated(process_cpu_ms, wall_ms)) {  // contention: costs read high
-    ++saturated_intervals_;
-    return;
-  }
-  const double share = std::clamp(process_cpu_ms / threads_ms, 1.0, 3.0);
-  for (const Step& s : steps)
-    if (s.steady && s.frames >= 10) capacity_->Learn(s.e->load, s.cpu_ms * share / double(s.frames));
+  learner_.Step(*capacity_, readings, process_cpu_ms, wall_ms);
 }
 
 int SessionManager::FreeSessions() const { return FreeSessions(VideoCodec::kVp8, deps_.privacy.mode); }

@@ -158,7 +158,6 @@ Status SessionManager::Create(const CreateSpec& spec, const std::string& caller,
     sched_id = next_sched_id_++;
     Entry reserved;  // reserves the id and its share of the capacity; filled below
     reserved.load = want;
-    reserved.mode_then = want.mode;
     sessions_.emplace(id, std::move(reserved));
   }
   if (keyframes_) {

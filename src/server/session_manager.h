@@ -167,10 +167,6 @@ class SessionManager {
     int next_viewer = 1;
     uint64_t resolution_changes = 0;  // seen by housekeeping (an event each)
     SessionLoad load;                 // for the capacity model: codec, mode, size, rate
-    double cpu_ms = 0;                // the session's thread CPU at the last learning step
-    uint64_t frames_in = 0;           // frames decoded at the last learning step
-    Mode mode_then = Mode::kAnonymize;  // its mode at the last learning step
-    int learn_steps = 0;              // learning steps it has been through (its first ones are its start-up)
     int shed_level = 0;               // seen by housekeeping (an event per change)
     double created_ms = 0;            // NowMs() at creation: the newest ends first when shedding
   };
@@ -233,8 +229,7 @@ class SessionManager {
   // and is still late (-1: not overloaded). Meanwhile new viewers and sessions are refused; after
   // ShedEndAfterMs() of it the newest session ends, and the clock starts again.
   double overloaded_since_ms_ GUARDED_BY(mu_) = -1;
-  int64_t saturated_intervals_ GUARDED_BY(mu_) = 0;  // LearnCosts intervals skipped (CapacityModel::Saturated)
-  size_t learn_sessions_ GUARDED_BY(mu_) = 0;        // sessions at the last learning step
+  CostLearner learner_ GUARDED_BY(mu_);  // teaches capacity_ from the sessions, once a second
   std::string overloaded_why_ GUARDED_BY(mu_);
   double ShedEndAfterMs() const { return 2000.0 * deps_.server.shed_calm_s; }
   // Empty unless the node is overloaded and shedding: then why new viewers are refused.

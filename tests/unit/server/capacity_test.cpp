@@ -2,7 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+#include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 namespace veil {
 namespace {
@@ -121,6 +125,152 @@ TEST(Capacity, UsableCoresFollowsTheAffinityMask) {
   const double c = UsableCores();
   EXPECT_GE(c, 1.0);
   EXPECT_LE(c, double(std::max(1u, std::thread::hardware_concurrency())));
+}
+
+// A session as the learner reads it: counters that only grow.
+struct Reading {
+  SessionReading r;
+  explicit Reading(Mode m = Mode::kAnonymize, int w = 1280, int h = 720) {
+    r.load.mode = m;
+    r.load.width = w;
+    r.load.height = h;
+    r.load.fps = 30;
+  }
+  // One second of it: `frames` frames at `ms` of its threads' CPU each.
+  Reading& Run(double ms, uint64_t frames = 30) {
+    r.cpu_ms += ms * double(frames);
+    r.frames += frames;
+    return *this;
+  }
+};
+
+using Readings = std::map<std::string, SessionReading>;
+constexpr double kNoContention = 1.0;  // the process's CPU = the sessions' threads' (share 1)
+
+// Steps the learner once with these sessions; the process took `share` x their threads' CPU.
+CostLearner::StepResult StepOnce(CostLearner& l, CapacityModel& m, std::map<std::string, Reading*> sessions,
+                                 double thread_ms, double share = kNoContention) {
+  Readings rs;
+  for (auto& [id, s] : sessions) rs[id] = s->r;
+  return l.Step(m, rs, thread_ms * share, 1000);
+}
+
+TEST(CostLearner, LearnsASessionFromItsFourthSecondOn) {
+  CapacityModel m(TwoCores(), {{VideoCodec::kVp8, 10.0}});
+  CostLearner l;
+  Reading a;
+  // Its start-up: its first three seconds cost twice what it costs running, and teach nothing.
+  EXPECT_EQ(StepOnce(l, m, {{"a", &a.Run(30)}}, 900).outcome, CostLearner::Outcome::kChanged);  // created
+  for (int i = 0; i < 2; ++i) {
+    const auto r = StepOnce(l, m, {{"a", &a.Run(30)}}, 900);
+    EXPECT_EQ(r.outcome, CostLearner::Outcome::kLearned);
+    EXPECT_EQ(r.learned, 0);
+  }
+  EXPECT_EQ(m.Samples(VideoCodec::kVp8, Mode::kAnonymize), 0);
+  const auto r = StepOnce(l, m, {{"a", &a.Run(15)}}, 450);
+  EXPECT_EQ(r.learned, 1);
+  EXPECT_EQ(m.Samples(VideoCodec::kVp8, Mode::kAnonymize), 1);
+  EXPECT_NEAR(m.Ratio(VideoCodec::kVp8, Mode::kAnonymize), 1.5, 1e-9);  // 15 ms a frame / 10-ms transcode
+}
+
+TEST(CostLearner, SharesOutTheProcessCpuBeyondTheSessionsThreadsUpToThreeTimes) {
+  for (const auto& [share, ratio] : std::vector<std::pair<double, double>>{{2.0, 2.0}, {5.0, 3.0}, {0.5, 1.0}}) {
+    CapacityModel m(TwoCores(), {{VideoCodec::kVp8, 10.0}});
+    CostLearner l;
+    Reading a;
+    for (int i = 0; i < 3; ++i) StepOnce(l, m, {{"a", &a.Run(10)}}, 300);
+    // 10 ms a frame on its threads: inference and packetization elsewhere in the process double it
+    // (share 2); a share of 5 is capped at 3; a process that read below its threads counts as 1.
+    EXPECT_EQ(StepOnce(l, m, {{"a", &a.Run(10)}}, 300, share).learned, 1) << share;
+    EXPECT_NEAR(m.Ratio(VideoCodec::kVp8, Mode::kAnonymize), ratio, 1e-9) << share;
+  }
+}
+
+TEST(CostLearner, AnIntervalInWhichASessionStartedOrEndedTeachesNothing) {
+  CapacityModel m(TwoCores(), {{VideoCodec::kVp8, 10.0}});
+  CostLearner l;
+  Reading a, b, c;
+  for (int i = 0; i < 3; ++i) StepOnce(l, m, {{"a", &a.Run(10)}, {"b", &b.Run(10)}}, 600);
+  // c's set-up lands in the process's CPU (3x the threads here): nothing learned from a or b.
+  auto r = StepOnce(l, m, {{"a", &a.Run(10)}, {"b", &b.Run(10)}, {"c", &c.Run(20)}}, 1200, 3.0);
+  EXPECT_EQ(r.outcome, CostLearner::Outcome::kChanged);
+  EXPECT_EQ(m.Samples(VideoCodec::kVp8, Mode::kAnonymize), 0);
+  // c ends (its tear-down in the process's CPU): nothing again.
+  r = StepOnce(l, m, {{"a", &a.Run(10)}, {"b", &b.Run(10)}}, 600, 3.0);
+  EXPECT_EQ(r.outcome, CostLearner::Outcome::kChanged);
+  EXPECT_EQ(m.Samples(VideoCodec::kVp8, Mode::kAnonymize), 0);
+  // One starts and another ends in the same second: the same count of sessions, still a change.
+  Reading d;
+  r = StepOnce(l, m, {{"a", &a.Run(10)}, {"d", &d.Run(10)}}, 600, 3.0);
+  EXPECT_EQ(r.outcome, CostLearner::Outcome::kChanged);
+  // A steady second: a is learned at its 10 ms a frame; d is still warming up.
+  r = StepOnce(l, m, {{"a", &a.Run(10)}, {"d", &d.Run(10)}}, 600);
+  EXPECT_EQ(r.outcome, CostLearner::Outcome::kLearned);
+  EXPECT_EQ(r.learned, 1);
+  EXPECT_NEAR(m.Ratio(VideoCodec::kVp8, Mode::kAnonymize), 1.0, 1e-9);
+}
+
+TEST(CostLearner, ANewSessionUnderAnEndedOnesIdWarmsUpAgain) {
+  CapacityModel m(TwoCores(), {{VideoCodec::kVp8, 10.0}});
+  CostLearner l;
+  Reading a;
+  for (int i = 0; i < 4; ++i) StepOnce(l, m, {{"a", &a.Run(10)}}, 300);
+  ASSERT_EQ(m.Samples(VideoCodec::kVp8, Mode::kAnonymize), 1);
+  Reading again;  // the same id, counters from zero
+  EXPECT_EQ(StepOnce(l, m, {{"a", &again.Run(40)}}, 1200).outcome, CostLearner::Outcome::kChanged);
+  for (int i = 0; i < 2; ++i) EXPECT_EQ(StepOnce(l, m, {{"a", &again.Run(40)}}, 1200).learned, 0);
+  EXPECT_EQ(m.Samples(VideoCodec::kVp8, Mode::kAnonymize), 1);
+  EXPECT_NEAR(m.Ratio(VideoCodec::kVp8, Mode::kAnonymize), 1.0, 1e-9);
+}
+
+TEST(CostLearner, ASaturatedIntervalTeachesNothingAndIsCounted) {
+  CapacityModel m(TwoCores(), {{VideoCodec::kVp8, 10.0}});
+  CostLearner l;
+  Reading a, b, c;
+  auto three = [&](double ms) {
+    return std::map<std::string, Reading*>{{"a", &a.Run(ms)}, {"b", &b.Run(ms)}, {"c", &c.Run(ms)}};
+  };
+  for (int i = 0; i < 3; ++i) StepOnce(l, m, three(10), 900);
+  // Three sessions at 18 ms a frame take 1620 ms a second of a 2-core node: over 0.8 x 2000.
+  EXPECT_EQ(StepOnce(l, m, three(18), 1620).outcome, CostLearner::Outcome::kSaturated);
+  EXPECT_EQ(l.saturated_steps(), 1);
+  EXPECT_EQ(m.Samples(VideoCodec::kVp8, Mode::kAnonymize), 0);
+  // At 17 ms a frame (1530 ms a second) they are learned.
+  EXPECT_EQ(StepOnce(l, m, three(17), 1530).learned, 3);
+  EXPECT_NEAR(m.Ratio(VideoCodec::kVp8, Mode::kAnonymize), 1.7, 1e-9);
+  EXPECT_EQ(l.saturated_steps(), 1);
+}
+
+TEST(CostLearner, ASessionSheddingChangingModeWithoutASizeOrFramesIsLeftOut) {
+  CapacityModel m(TwoCores(), {{VideoCodec::kVp8, 10.0}});
+  CostLearner l;
+  Reading steady, shedding, switching(Mode::kBypass), unsized(Mode::kAnonymize, 0, 0), stalled;
+  auto all = [&](uint64_t stalled_frames) {
+    return std::map<std::string, Reading*>{{"steady", &steady.Run(10)},
+                                           {"shedding", &shedding.Run(5)},
+                                           {"switching", &switching.Run(4)},
+                                           {"unsized", &unsized.Run(0, 0)},
+                                           {"stalled", &stalled.Run(50, stalled_frames)}};
+  };
+  for (int i = 0; i < 3; ++i) StepOnce(l, m, all(30), 500);
+  shedding.r.shed_level = 1;                 // a faster encoder, sparser detection
+  switching.r.load.mode = Mode::kAnonymize;  // bypass until now: its second is half of each
+  const auto r = StepOnce(l, m, all(9), 500);  // and "stalled" decoded 9 frames
+  EXPECT_EQ(r.outcome, CostLearner::Outcome::kLearned);
+  EXPECT_EQ(r.learned, 1);
+  EXPECT_EQ(m.Samples(VideoCodec::kVp8, Mode::kAnonymize), 1);
+  EXPECT_NEAR(m.Ratio(VideoCodec::kVp8, Mode::kAnonymize), 1.0, 1e-9);  // steady's 10 ms a frame
+  EXPECT_EQ(m.Samples(VideoCodec::kVp8, Mode::kBypass), 0);
+}
+
+TEST(CostLearner, NoCpuNoLearning) {
+  CapacityModel m(TwoCores(), {{VideoCodec::kVp8, 10.0}});
+  CostLearner l;
+  EXPECT_EQ(l.Step(m, {}, 50, 1000).outcome, CostLearner::Outcome::kIdle);
+  Reading a;
+  for (int i = 0; i < 4; ++i) StepOnce(l, m, {{"a", &a}}, 0);  // no frames, no CPU
+  EXPECT_EQ(StepOnce(l, m, {{"a", &a}}, 0).outcome, CostLearner::Outcome::kIdle);
+  EXPECT_EQ(m.Samples(VideoCodec::kVp8, Mode::kAnonymize), 0);
 }
 
 }  // namespace
