@@ -1,6 +1,7 @@
 #include "privacy/privacy_stage.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 
@@ -35,6 +36,7 @@ Status Validate(const PrivacyConfig& c) {
     return Status::Error("max_result_age_ms must be in (0, 10000]");
   if (!(c.fps > 0 && c.fps <= 1000)) return Status::Error("fps must be in (0, 1000]");
   if (!(c.scene_cut_threshold > 0 && c.scene_cut_threshold < 255)) return Status::Error("scene_cut_threshold in (0, 255)");
+  if (!(c.cut_wait_ms >= 0 && c.cut_wait_ms <= 1000)) return Status::Error("cut_wait_ms must be in [0, 1000]");
   const int every = c.detect_every == 0 ? c.max_auto_every : c.detect_every;
   if ((every - 1) * 1000.0 / c.fps >= c.max_result_age_ms)
     return Status::Error("detection every " + std::to_string(every) + " frames at " + std::to_string(c.fps) +
@@ -114,11 +116,22 @@ void PrivacyStage::Submit(const Frame& f, FrameReport& r) {
   // A result that starts later than this could only arrive too old to use.
   q.deadline_ms = NowMs() + cfg_.max_result_age_ms / 2;
   q.done = [box = mailbox_, window](DetectResult&& res) {
-    std::lock_guard lk(box->mu);
-    box->results.push_back({std::move(res), window});
+    {
+      std::lock_guard lk(box->mu);
+      box->results.push_back({std::move(res), window});
+    }
+    box->arrived.notify_all();
   };
   r.ms_preprocess = NowMs() - t0;
   sched_->Submit(std::move(q));
+}
+
+bool PrivacyStage::WaitForResult(int64_t index, double ms) {
+  std::unique_lock lk(mailbox_->mu);
+  return mailbox_->arrived.wait_for(lk, std::chrono::microseconds(int64_t(ms * 1000)), [&] {
+    return std::any_of(mailbox_->results.begin(), mailbox_->results.end(),
+                       [&](const Mailbox::Entry& e) { return e.result.frame_index >= index; });
+  });
 }
 
 void PrivacyStage::ApplyResults(const Frame& f, FrameReport& r) {
@@ -218,6 +231,17 @@ FrameReport PrivacyStage::Process(Frame& f) {
       ++counters_.detect_failures;
       frames_since_detect_ = every_;  // retry on the next frame
     }
+  }
+  if (sched_ && r.detected && last_result_frame_ < 0 && cfg_.cut_wait_ms > 0) {
+    // Nothing describes this picture yet (a cut, the first frame) and its detection is on its
+    // way: a short wait shows it with its masks instead of as a whole-frame mosaic.
+    const double w0 = NowMs();
+    ++counters_.cut_waits;
+    if (!WaitForResult(f.index, cfg_.cut_wait_ms)) ++counters_.cut_wait_timeouts;
+    r.ms_wait = NowMs() - w0;
+    const double applied_ms = r.ms_detect;  // a result applied before the wait, if any
+    ApplyResults(f, r);
+    if (r.ms_detect < 0) r.ms_detect = applied_ms;
   }
   failed = failed || (sched_ && failing_);
   const double age_ms = last_result_frame_ < 0 ? 1e18 : (f.index - last_result_frame_) * 1000.0 / cfg_.fps;

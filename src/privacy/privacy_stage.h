@@ -13,6 +13,7 @@
 
 #include <opencv2/core.hpp>
 
+#include <condition_variable>
 #include <memory>
 #include <mutex>
 
@@ -41,6 +42,9 @@ struct PrivacyConfig {
   double fps = 30;                 // to convert frame ages to time
   bool scene_cut = true;           // a scene cut forces detection on that frame
   double scene_cut_threshold = 28; // mean abs luma difference of 32x18 thumbnails
+  // Live only: a frame that would leave as a whole-frame mosaic only because its own detection is
+  // still running (a scene cut, a session's first frame) waits up to this long for it. 0: no wait.
+  double cut_wait_ms = 0;
   MosaicParams mosaic;
   TrackerParams tracker;
 };
@@ -66,6 +70,7 @@ struct FrameReport {
   // ms_detect: sync, the detector's time on this frame; async, submit ->
   // result of the detection applied on this frame (-1 when none arrived).
   double ms_preprocess = 0, ms_detect = 0, ms_track = 0, ms_mosaic = 0;
+  double ms_wait = 0;  // live: waited for this frame's own detection (cut_wait_ms)
 };
 
 struct PrivacyCounters {
@@ -73,6 +78,8 @@ struct PrivacyCounters {
   int64_t results_dropped = 0;  // async: stale or superseded in the scheduler
   int64_t resolution_changes = 0;  // the picture size changed: tracks dropped, treated as a scene cut
   int64_t doubtful_detections = 0;  // detections the second look doubted (vision/second_look.h)
+  int64_t cut_waits = 0;            // live: frames that waited for their own detection (cut_wait_ms)
+  int64_t cut_wait_timeouts = 0;    // ... and whose detection did not come back in time
 };
 
 class PrivacyStage {
@@ -120,8 +127,12 @@ class PrivacyStage {
       cv::Rect window;  // what the request showed the detector
     };
     std::mutex mu;
-    std::vector<Entry> results;  // guarded by mu
+    std::condition_variable arrived;  // a result was added
+    std::vector<Entry> results;       // guarded by mu
   };
+  // Live: blocks until a result for frame `index` or later is in the mailbox, at most `ms`;
+  // whether one came.
+  bool WaitForResult(int64_t index, double ms);
   PrivacyConfig cfg_;
   Detector* det_ = nullptr;
   DetectionSink* sched_ = nullptr;

@@ -130,6 +130,8 @@ json StatsJson(const SessionInfo& s) {
           {"detect_failures", st.privacy.detect_failures},
           {"detect_results_dropped", st.privacy.results_dropped},
           {"scene_cuts", st.privacy.scene_cuts},
+          {"cut_waits", st.privacy.cut_waits},
+          {"cut_wait_timeouts", st.privacy.cut_wait_timeouts},
           {"doubtful_detections", st.privacy.doubtful_detections},
           {"shedding",
            {{"level", st.shed_level},

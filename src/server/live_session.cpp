@@ -43,6 +43,7 @@ Result<std::unique_ptr<LiveSession>> LiveSession::Start(const std::string& id, c
   s->m_detect_ = stage("detect");
   s->m_track_ = stage("track");
   s->m_mosaic_ = stage("mosaic");
+  s->m_cut_wait_ = stage("cut_wait");  // frames that waited for their own detection (privacy.cut_wait_ms)
   s->m_encode_ = stage("encode");
   s->m_send_ = stage("send");
   s->m_total_ = &metrics->GetHistogram(
@@ -312,6 +313,7 @@ void LiveSession::ProcessOne(Decoded& item) {
   if (rep.ms_detect > 0) m_detect_->Observe(rep.ms_detect);  // a detection result arrived for this frame
   m_track_->Observe(rep.ms_track);
   m_mosaic_->Observe(rep.ms_mosaic);
+  if (rep.ms_wait > 0) m_cut_wait_->Observe(rep.ms_wait);
   const double t1 = NowMs();
   // The publisher changed resolution (a browser adapting to CPU or bandwidth, an encoder
   // restart): a new encoder at the new size, whose first frame is a keyframe.
@@ -494,7 +496,7 @@ LiveSessionStats LiveSession::stats() const {
   const std::pair<const char*, const Histogram*> hs[] = {
       {"queue_wait", m_queue_}, {"decode", m_decode_}, {"preprocess", m_preprocess_}, {"detect", m_detect_},
       {"track", m_track_},      {"mosaic", m_mosaic_}, {"encode", m_encode_},         {"send", m_send_},
-      {"processing", m_total_}};
+      {"cut_wait", m_cut_wait_}, {"processing", m_total_}};
   for (const auto& [name, h] : hs) {
     StageSummary& st = s.stages[name];
     st.count = h->count();

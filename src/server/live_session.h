@@ -300,7 +300,7 @@ class LiveSession {
   MetricsRegistry* metrics_ = nullptr;
   Histogram *m_queue_ = nullptr, *m_decode_ = nullptr, *m_preprocess_ = nullptr, *m_detect_ = nullptr,
             *m_track_ = nullptr, *m_mosaic_ = nullptr, *m_encode_ = nullptr, *m_send_ = nullptr,
-            *m_total_ = nullptr;
+            *m_total_ = nullptr, *m_cut_wait_ = nullptr;
   Counter *m_forwarded_ = nullptr, *m_keyframes_ = nullptr;
   Gauge *m_shed_level_ = nullptr, *m_enc_step_ = nullptr;
   Counter *m_stale_ = nullptr, *m_fail_closed_ = nullptr, *m_in_ = nullptr, *m_out_ = nullptr,

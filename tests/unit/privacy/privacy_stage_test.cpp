@@ -391,6 +391,72 @@ TEST(PrivacyStageAsync, SceneCutFailsClosedUntilTheNewShotIsDetected) {
   EXPECT_FALSE(s.Process(*next).fail_closed);
 }
 
+// privacy.cut_wait_ms: a frame nothing describes yet (the first, a scene cut) waits for its own
+// detection instead of leaving as a whole-frame mosaic, when that detection comes back in time.
+TEST(PrivacyStageAsync, AFrameWithNothingKnownWaitsForItsOwnDetection) {
+  AsyncHarness h;
+  auto c = Cfg(3);
+  c.scene_cut = true;
+  c.cut_wait_ms = 2000;  // generous: sanitizer builds are slow; the detector answers in ~30 ms
+  PrivacyStage s(c, h.sched.get(), 1);
+  h.det->sleep_ms = 30;
+  auto f0 = Textured(320, 180, 0), ref0 = Textured(320, 180, 0);
+  FrameReport rep = s.Process(*f0);
+  EXPECT_FALSE(rep.fail_closed) << "the first frame waited for its detection";
+  ASSERT_EQ(rep.rects.size(), 1u);
+  EXPECT_GE(rep.ms_wait, 20.0);
+  EXPECT_LT(rep.ms_wait, 1500.0) << "the result's arrival ends the wait";
+  // The fake's box (40, 20, 20, 20) in the 160x90 copy is (80, 40, 40, 40) here: pixelated,
+  // and the picture away from it untouched.
+  EXPECT_FALSE(SamePixels(*f0, *ref0, {90, 50, 110, 70}));
+  EXPECT_TRUE(SamePixels(*f0, *ref0, {200, 100, 320, 180}));
+  for (int i = 1; i < 3; ++i) {
+    auto f = Textured(320, 180, i);
+    rep = s.Process(*f);
+    EXPECT_FALSE(rep.fail_closed) << i;
+    EXPECT_EQ(rep.ms_wait, 0.0) << i << ": a frame with a fresh result does not wait";
+    h.WaitIdle();
+  }
+  auto cut = Flat(320, 180, 3);
+  rep = s.Process(*cut);
+  EXPECT_TRUE(rep.scene_cut);
+  EXPECT_FALSE(rep.fail_closed) << "the cut waited for the new shot's detection";
+  EXPECT_EQ(rep.rects.size(), 1u);
+  EXPECT_EQ(s.counters().cut_waits, 2);
+  EXPECT_EQ(s.counters().cut_wait_timeouts, 0);
+  EXPECT_EQ(s.counters().fail_closed, 0);
+}
+
+TEST(PrivacyStageAsync, ADetectionLaterThanTheWaitStillFailsClosed) {
+  AsyncHarness h;
+  auto c = Cfg(3);
+  c.scene_cut = true;
+  c.cut_wait_ms = 20;
+  PrivacyStage s(c, h.sched.get(), 1);
+  h.det->sleep_ms = 400;
+  auto f0 = Textured(320, 180, 0), ref0 = Textured(320, 180, 0);
+  const FrameReport rep = s.Process(*f0);
+  EXPECT_TRUE(rep.fail_closed) << "no detection within the wait: whole-frame mosaic";
+  MosaicFullFrame(*ref0, c.mosaic.full_frame_cell);
+  EXPECT_TRUE(SamePixels(*f0, *ref0, {0, 0, 320, 180}));
+  EXPECT_GE(rep.ms_wait, 19.0);
+  EXPECT_LT(rep.ms_wait, 390.0) << "the wait is bounded by cut_wait_ms, not the detection";
+  EXPECT_EQ(s.counters().cut_waits, 1);
+  EXPECT_EQ(s.counters().cut_wait_timeouts, 1);
+  h.WaitIdle();
+  // A failed detection ends the wait at once, and the frame fails closed.
+  h.det->sleep_ms = 0;
+  h.det->fail = true;
+  auto c2 = c;
+  c2.cut_wait_ms = 2000;
+  PrivacyStage s2(c2, h.sched.get(), 2);
+  auto g0 = Textured(320, 180, 0);
+  const FrameReport rep2 = s2.Process(*g0);
+  EXPECT_TRUE(rep2.fail_closed);
+  EXPECT_LT(rep2.ms_wait, 1500.0);
+  EXPECT_EQ(s2.counters().cut_wait_timeouts, 0);
+}
+
 // A detection sink that holds the requests until the test answers them.
 struct HeldSink : DetectionSink {
   std::vector<DetectRequest> held;
@@ -458,6 +524,13 @@ TEST(PrivacyConfig, RejectsContradictionsAndAbsurdValues) {
   c = {};
   c.fps = 0;
   EXPECT_FALSE(Validate(c).ok());
+  c = {};
+  c.cut_wait_ms = -1;
+  EXPECT_FALSE(Validate(c).ok());
+  c.cut_wait_ms = 5000;
+  EXPECT_FALSE(Validate(c).ok());
+  c.cut_wait_ms = 15;
+  EXPECT_TRUE(Validate(c).ok());
   EXPECT_FALSE(ParseMode("blur").ok());
   EXPECT_EQ(*ParseMode("full_blur"), Mode::kFullBlur);
 }
