@@ -150,6 +150,10 @@ double CapacityModel::PixelsScale(int w, int h) const {
   return double(w) * h / kDefaultPixels;
 }
 
+double CapacityModel::CostMsPerFrame(const SessionLoad& s) const {
+  return Ratio(s.codec, s.mode) * TranscodeMs(s.codec) * PixelsScale(s.width, s.height);
+}
+
 double CapacityModel::CostMsPerS(const SessionLoad& s) const {
   const double fps = std::max(s.fps, o_.fps);
   return Ratio(s.codec, s.mode) * TranscodeMs(s.codec) * PixelsScale(s.width, s.height) * fps;
@@ -201,7 +205,7 @@ CostLearner::StepResult CostLearner::Step(CapacityModel& model, const std::map<s
     const Previous p = known ? it->second : Previous{};
     Interval in{&r, r.cpu_ms - p.cpu_ms, r.frames - p.frames,
                 known && p.steps >= kWarmupSteps && r.load.mode == p.mode && r.load.width > 0 &&
-                    r.load.height > 0 && r.shed_level == 0};
+                    r.load.height > 0};
     next[id] = Previous{r.cpu_ms, r.frames, r.load.mode, p.steps + 1};
     threads_ms += in.cpu_ms;
     intervals.push_back(in);
@@ -220,11 +224,13 @@ CostLearner::StepResult CostLearner::Step(CapacityModel& model, const std::map<s
   }
   out.outcome = Outcome::kLearned;
   const double share = std::clamp(process_cpu_ms / threads_ms, 1.0, kMaxShare);
-  for (const Interval& in : intervals)
-    if (in.steady && in.frames >= kMinFrames) {
-      model.Learn(in.r->load, in.cpu_ms * share / double(in.frames));
-      ++out.learned;
-    }
+  for (const Interval& in : intervals) {
+    if (!in.steady || in.frames < kMinFrames) continue;
+    const double ms = in.cpu_ms * share / double(in.frames);
+    if (in.r->shed_level > 0 && !(ms > model.CostMsPerFrame(in.r->load))) continue;
+    model.Learn(in.r->load, ms);
+    ++out.learned;
+  }
   return out;
 }
 

@@ -58,6 +58,8 @@ class CapacityModel {
 
   // Predicted CPU ms per second of a session.
   double CostMsPerS(const SessionLoad& s) const;
+  // Predicted CPU ms per frame of a session at its size (the default size when unknown).
+  double CostMsPerFrame(const SessionLoad& s) const;
   // Learns from a session's measured CPU per frame (ms) at its size and mode.
   void Learn(const SessionLoad& s, double cpu_ms_per_frame);
   // Whether the process took more than kSaturatedShare of the node's cores over an interval:
@@ -116,8 +118,10 @@ struct SessionReading {
 // - an interval in which a session was created or ended (its set-up or tear-down is in the
 //   process's CPU, which is shared out over the others' frames);
 // - a saturated interval (CapacityModel::Saturated: the sessions contend for the cores);
-// - per session: one that sheds load (it costs less than the model's sessions), changed mode,
-//   has no size yet, or decoded fewer than kMinFrames frames.
+// - per session: one that changed mode, has no size yet, or decoded fewer than kMinFrames
+//   frames; and one that sheds load (a faster encoder, sparser detection: it costs less than
+//   the model's sessions), unless it costs more than the model says even so: then the model is
+//   low, and it learns (a node whose sessions all shed would otherwise never learn).
 // The process's CPU beyond the sessions' threads (inference, packetization, viewers, HTTP) is
 // shared out over the sessions in proportion to their own, by at most kMaxShare.
 // Not thread-safe: the caller serialises Step.

@@ -253,7 +253,7 @@ TEST(CostLearner, ASessionSheddingChangingModeWithoutASizeOrFramesIsLeftOut) {
                                            {"stalled", &stalled.Run(50, stalled_frames)}};
   };
   for (int i = 0; i < 3; ++i) StepOnce(l, m, all(30), 500);
-  shedding.r.shed_level = 1;                 // a faster encoder, sparser detection
+  shedding.r.shed_level = 1;                 // a faster encoder, sparser detection (5 ms: below the model)
   switching.r.load.mode = Mode::kAnonymize;  // bypass until now: its second is half of each
   const auto r = StepOnce(l, m, all(9), 500);  // and "stalled" decoded 9 frames
   EXPECT_EQ(r.outcome, CostLearner::Outcome::kLearned);
@@ -261,6 +261,26 @@ TEST(CostLearner, ASessionSheddingChangingModeWithoutASizeOrFramesIsLeftOut) {
   EXPECT_EQ(m.Samples(VideoCodec::kVp8, Mode::kAnonymize), 1);
   EXPECT_NEAR(m.Ratio(VideoCodec::kVp8, Mode::kAnonymize), 1.0, 1e-9);  // steady's 10 ms a frame
   EXPECT_EQ(m.Samples(VideoCodec::kVp8, Mode::kBypass), 0);
+}
+
+TEST(CostLearner, ASheddingSessionOnlyRaisesTheModel) {
+  CapacityModel m(TwoCores(), {{VideoCodec::kVp8, 10.0}});  // the prior: 2.3 x 10 = 23 ms a frame
+  CostLearner l;
+  Reading a;
+  a.r.shed_level = 2;
+  for (int i = 0; i < 3; ++i) StepOnce(l, m, {{"a", &a.Run(20)}}, 600);
+  // Shedding at 20 ms a frame, under the model's 23: what it would cost unshed is unknown.
+  EXPECT_EQ(StepOnce(l, m, {{"a", &a.Run(20)}}, 600).learned, 0);
+  EXPECT_EQ(m.Samples(VideoCodec::kVp8, Mode::kAnonymize), 0);
+  // Shedding and still at 30 ms a frame: the model is low whatever the unshed cost is.
+  EXPECT_EQ(StepOnce(l, m, {{"a", &a.Run(30)}}, 900).learned, 1);
+  EXPECT_NEAR(m.Ratio(VideoCodec::kVp8, Mode::kAnonymize), 3.0, 1e-9);
+  EXPECT_NEAR(m.CostMsPerFrame(Session(Mode::kAnonymize, 640, 360)), 3.0 * 10 / 4, 1e-9);
+  // Now at 25 ms (under 30) it teaches nothing; unshed, it would.
+  EXPECT_EQ(StepOnce(l, m, {{"a", &a.Run(25)}}, 750).learned, 0);
+  a.r.shed_level = 0;
+  EXPECT_EQ(StepOnce(l, m, {{"a", &a.Run(25)}}, 750).learned, 1);
+  EXPECT_NEAR(m.Ratio(VideoCodec::kVp8, Mode::kAnonymize), 2.75, 1e-9);
 }
 
 TEST(CostLearner, NoCpuNoLearning) {
