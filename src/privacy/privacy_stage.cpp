@@ -37,6 +37,7 @@ Status Validate(const PrivacyConfig& c) {
   if (!(c.fps > 0 && c.fps <= 1000)) return Status::Error("fps must be in (0, 1000]");
   if (!(c.scene_cut_threshold > 0 && c.scene_cut_threshold < 255)) return Status::Error("scene_cut_threshold in (0, 255)");
   if (!(c.cut_wait_ms >= 0 && c.cut_wait_ms <= 1000)) return Status::Error("cut_wait_ms must be in [0, 1000]");
+  if (c.cut_hold_frames < 0 || c.cut_hold_frames > 30) return Status::Error("cut_hold_frames must be in [0, 30]");
   const int every = c.detect_every == 0 ? c.max_auto_every : c.detect_every;
   if ((every - 1) * 1000.0 / c.fps >= c.max_result_age_ms)
     return Status::Error("detection every " + std::to_string(every) + " frames at " + std::to_string(c.fps) +
@@ -248,6 +249,7 @@ FrameReport PrivacyStage::Process(Frame& f) {
   t0 = NowMs();
   if (failed || age_ms > cfg_.max_result_age_ms) {
     r.fail_closed = true;
+    r.awaiting_shot = !failed && sched_ && last_result_frame_ < 0;
     ++counters_.fail_closed;
     MosaicFullFrame(f, cfg_.mosaic.full_frame_cell);
     r.rects.push_back(whole);

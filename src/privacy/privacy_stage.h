@@ -45,6 +45,10 @@ struct PrivacyConfig {
   // Live only: a frame that would leave as a whole-frame mosaic only because its own detection is
   // still running (a scene cut, a session's first frame) waits up to this long for it. 0: no wait.
   double cut_wait_ms = 0;
+  // Live only: such a frame leaves as the session's previous output (already anonymized, the
+  // old shot for one more frame) instead of a whole-frame mosaic, for at most this many frames
+  // in a row (server/live_session.h MayHoldPrevious). 0: never.
+  int cut_hold_frames = 2;
   MosaicParams mosaic;
   TrackerParams tracker;
 };
@@ -63,6 +67,9 @@ struct MaskOrigin {
 struct FrameReport {
   bool detected = false;      // detection ran on this frame
   bool fail_closed = false;   // whole frame pixelated for lack of a fresh result
+  // Live: fail-closed only because nothing describes this picture yet and its detection is on
+  // its way (a scene cut, a session's first frames): not a failed or stalled AI path.
+  bool awaiting_shot = false;
   bool scene_cut = false;
   int masks = 0;
   std::vector<RoundRect> rects;  // pixelated regions (whole frame when fail-closed/full_blur)

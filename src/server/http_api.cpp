@@ -132,6 +132,7 @@ json StatsJson(const SessionInfo& s) {
           {"scene_cuts", st.privacy.scene_cuts},
           {"cut_waits", st.privacy.cut_waits},
           {"cut_wait_timeouts", st.privacy.cut_wait_timeouts},
+          {"held_frames", st.held_frames},
           {"doubtful_detections", st.privacy.doubtful_detections},
           {"shedding",
            {{"level", st.shed_level},

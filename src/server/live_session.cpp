@@ -49,6 +49,10 @@ Result<std::unique_ptr<LiveSession>> LiveSession::Start(const std::string& id, c
   s->m_total_ = &metrics->GetHistogram(
       "veil_session_processing_seconds", "Server processing latency: first packet of a frame in -> its last packet out, s",
       LatencyBucketsMs(), l, kMsToSeconds);
+  s->m_held_ = &metrics->GetCounter("veil_session_held_frames_total",
+                                    "Frames sent as the previous output while a new shot's detection was on its way "
+                                    "(privacy.cut_hold_frames), counted among the fail-closed ones too",
+                                    l);
   s->m_stale_ = &metrics->GetCounter("veil_session_stale_drops_total", "Frames dropped as stale before processing", l);
   s->m_fail_closed_ = &metrics->GetCounter("veil_session_fail_closed_frames_total",
                                            "Frames sent as a whole-frame mosaic for lack of a fresh detection", l);
@@ -290,6 +294,12 @@ bool LiveSession::RunItem(Decoded& item) {
   return false;
 }
 
+bool MayHoldPrevious(const FrameReport& rep, const Frame* previous, Mode previous_mode, const Frame& f,
+                     int held_in_a_row, int max_hold) {
+  return rep.fail_closed && rep.awaiting_shot && previous && previous_mode != Mode::kBypass &&
+         previous->width == f.width && previous->height == f.height && held_in_a_row < max_hold;
+}
+
 void LiveSession::ProcessOne(Decoded& item) {
   const double start = NowMs();
   m_queue_->Observe(start - item.decoded_ms);
@@ -314,6 +324,26 @@ void LiveSession::ProcessOne(Decoded& item) {
   m_track_->Observe(rep.ms_track);
   m_mosaic_->Observe(rep.ms_mosaic);
   if (rep.ms_wait > 0) m_cut_wait_->Observe(rep.ms_wait);
+  if (rep.fail_closed && cfg_.privacy.cut_hold_frames > 0) {
+    // Hold the previous output rather than show a whole-frame mosaic at a cut: it is already
+    // anonymized, and an unchanged picture costs the encoder next to nothing.
+    bool held = false;
+    {
+      MutexLock lk(out_mu_);
+      if (MayHoldPrevious(rep, last_out_.frame.get(), last_out_.mode, f, held_run_, cfg_.privacy.cut_hold_frames)) {
+        const int64_t index = f.index;
+        CopyFrame(*last_out_.frame, f);
+        f.index = index;
+        held = true;
+      }
+    }
+    if (held) {
+      ++held_run_;
+      m_held_->Inc();
+    }
+  } else if (!rep.fail_closed) {
+    held_run_ = 0;
+  }
   const double t1 = NowMs();
   // The publisher changed resolution (a browser adapting to CPU or bandwidth, an encoder
   // restart): a new encoder at the new size, whose first frame is a keyframe.
@@ -453,6 +483,7 @@ LiveSessionStats LiveSession::stats() const {
   s.frames_in = frames_in_;
   s.frames_out = frames_out_;
   s.stale_drops = stale_;
+  s.held_frames = uint64_t(m_held_->value());
   s.decode_errors = decode_errors_;
   s.resolution_changes = resolution_changes_;  // first: a count that includes a change comes with its size
   s.frames_forwarded = forwarded_;

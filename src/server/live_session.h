@@ -72,6 +72,14 @@ struct LiveSessionConfig {
   double keyframe_period_ms = 0, first_keyframe_ms = 0;
 };
 
+// Whether a frame may leave as the session's previous output instead of a whole-frame mosaic
+// (privacy.cut_hold_frames): it fails closed only because its new shot's detection is on its
+// way (FrameReport::awaiting_shot); the previous output exists, has its size and was made in
+// anonymize or full_blur (never a bypass frame: its faces were not pixelated); and fewer than
+// max_hold frames in a row were held already.
+bool MayHoldPrevious(const FrameReport& rep, const Frame* previous, Mode previous_mode, const Frame& f,
+                     int held_in_a_row, int max_hold);
+
 // A still of the session's outgoing picture (GET /v1/sessions/{id}/snapshot.jpg).
 struct SessionSnapshot {
   JpegImage image;
@@ -88,6 +96,7 @@ struct StageSummary {
 
 struct LiveSessionStats {
   uint64_t frames_in = 0, frames_out = 0, stale_drops = 0, decode_errors = 0, viewers = 0, viewer_drops = 0;
+  uint64_t held_frames = 0;  // sent as the previous output at a cut (privacy.cut_hold_frames)
   int width = 0, height = 0;         // of the last frame sent (0: none yet)
   uint64_t resolution_changes = 0;   // the outgoing picture changed size (the encoder re-opened)
   uint64_t frames_forwarded = 0;     // of frames_out: the publisher's own frames (bypass forwarding)
@@ -301,6 +310,8 @@ class LiveSession {
   Histogram *m_queue_ = nullptr, *m_decode_ = nullptr, *m_preprocess_ = nullptr, *m_detect_ = nullptr,
             *m_track_ = nullptr, *m_mosaic_ = nullptr, *m_encode_ = nullptr, *m_send_ = nullptr,
             *m_total_ = nullptr, *m_cut_wait_ = nullptr;
+  Counter* m_held_ = nullptr;
+  int held_run_ = 0;  // frames held in a row (privacy.cut_hold_frames); worker only
   Counter *m_forwarded_ = nullptr, *m_keyframes_ = nullptr;
   Gauge *m_shed_level_ = nullptr, *m_enc_step_ = nullptr;
   Counter *m_stale_ = nullptr, *m_fail_closed_ = nullptr, *m_in_ = nullptr, *m_out_ = nullptr,

@@ -454,6 +454,67 @@ TEST(LiveSession, RunsOnTheServersFrameExecutor) {
   EXPECT_EQ(executor->stats().clients, 0u) << "the ended session is still on the executor";
 }
 
+// privacy.cut_hold_frames: at the leakcheck clip's hard cut (frame 90) the frames that would
+// have left as a whole-frame mosaic while the new shot's detection was on its way leave as the
+// previous output instead. Judged by ground truth: no face visible anywhere, the held frames
+// among them; the held frame at the cut is the old shot's picture, not the new one's.
+TEST(LiveSession, AtACutHoldsThePreviousOutputInsteadOfAWholeFrameMosaic) {
+  const Source src = LoadSource(120);
+  ASSERT_EQ(src.packets.size(), 120u);
+  const test::GroundTruthClip& clip = Truth();
+  ASSERT_TRUE(clip.ok()) << "the leakcheck clip is missing: run scripts/make-test-media.sh";
+  LiveSessionConfig cfg;
+  cfg.privacy.cut_hold_frames = 3;
+  Rig rig("hold", cfg);
+  ASSERT_TRUE(rig.ok());
+  Viewer viewer;
+  ASSERT_TRUE(rig.session->AddViewer("127.0.0.1", viewer.rx->port()).ok());
+  Publish(*rig.tx, src, 0, 120);
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  const LiveSessionStats st = rig.session->stats();
+  auto [faces, visible] = CountFacesVisible(clip, viewer, 0, 120);
+  // Around the cut: each received frame's mean abs luma difference from the received frame
+  // before it and from its own master (the lossless picture the publisher sent).
+  struct Near {
+    int i;
+    double from_previous, from_master;
+  };
+  std::vector<Near> near;
+  {
+    std::lock_guard lk(viewer.mu);
+    for (int i = 86; i < 96; ++i) {
+      auto a = viewer.frames.find(uint32_t((i - 1) * 3000)), b = viewer.frames.find(uint32_t(i * 3000));
+      if (a == viewer.frames.end() || b == viewer.frames.end()) continue;
+      const double px = double(b->second->width) * b->second->height;
+      near.push_back({i, cv::norm(test::LumaOf(*a->second), test::LumaOf(*b->second), cv::NORM_L1) / px,
+                      cv::norm(clip.master[size_t(i)], test::LumaOf(*b->second), cv::NORM_L1) / px});
+    }
+  }
+  std::printf("hold at a cut: held %llu, fail-closed %lld, scene cuts %lld; %d of %d faces visible; "
+              "frame: change from the previous / from its master:",
+              (unsigned long long)st.held_frames, (long long)st.privacy.fail_closed,
+              (long long)st.privacy.scene_cuts, visible, faces);
+  for (const Near& n : near) std::printf(" %d: %.1f / %.1f", n.i, n.from_previous, n.from_master);
+  std::printf("\n");
+  EXPECT_GT(faces, 80);
+  EXPECT_EQ(visible, 0) << "a held frame showed a face";
+  EXPECT_GE(st.privacy.scene_cuts, 1);
+  EXPECT_GE(st.held_frames, 1u) << "the cut's fail-closed frame was not held";
+  EXPECT_GE(st.privacy.fail_closed, int64_t(st.held_frames) + 1)
+      << "a held frame counts as fail-closed, and the first frame, with nothing to hold, is a mosaic";
+  // A held frame at the cut repeats the old shot: next to no change from the frame before, far
+  // from its own master (the new shot). Before the cut, frames are near their masters.
+  bool held_at_cut = false;
+  for (const Near& n : near) {
+    if (n.i < 90) {
+      EXPECT_LT(n.from_master, 8.0) << "frame " << n.i << " is not its own picture";
+    } else if (n.from_previous < 1.5 && n.from_master > 3 * n.from_previous + 10) {
+      held_at_cut = true;
+    }
+  }
+  EXPECT_TRUE(held_at_cut) << "no frame at the cut repeated the old shot";
+}
+
 // Load shedding (issue 12): with a CPU hog injected into the session's worker, the frames leave
 // late and the session sheds levels in order: the encoder's speed steps first (libvpx cpu-used
 // -8 .. -16), then one frame of detection cadence (3 -> 4, what the 200-ms privacy bound

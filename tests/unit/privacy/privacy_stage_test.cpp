@@ -297,7 +297,9 @@ TEST(PrivacyStageAsync, FailsClosedUntilTheFirstResultThenTracks) {
   AsyncHarness h;
   PrivacyStage s(Cfg(3), h.sched.get(), 7);
   auto f0 = Textured(320, 180, 0);
-  EXPECT_TRUE(s.Process(*f0).fail_closed);  // nothing known yet: whole frame
+  const FrameReport first = s.Process(*f0);
+  EXPECT_TRUE(first.fail_closed);  // nothing known yet: whole frame
+  EXPECT_TRUE(first.awaiting_shot) << "its detection is on its way";
   h.WaitIdle();
   for (int i = 1; i < 10; ++i) {
     auto f = Textured(320, 180, i);
@@ -328,6 +330,7 @@ TEST(PrivacyStageAsync, StalledDetectorFailsClosedWithinTheAgeLimitAndRecovers) 
     if (rep.fail_closed && first_closed < 0) first_closed = i;
     if (i >= 7) {
       EXPECT_TRUE(rep.fail_closed) << "frame " << i << " left with only a stale result";
+      EXPECT_FALSE(rep.awaiting_shot) << "a stalled AI path is not a cut: nothing may be held";
       MosaicFullFrame(*ref, c.mosaic.full_frame_cell);
       EXPECT_TRUE(SamePixels(*f, *ref, {0, 0, 320, 180}));
     }
@@ -357,7 +360,9 @@ TEST(PrivacyStageAsync, FailedDetectionFailsClosedUntilASuccess) {
   EXPECT_FALSE(s.Process(*f1).fail_closed);  // result of frame 0 is fresh; frame 1's request fails
   h.WaitIdle();
   auto f2 = Textured(320, 180, 2);
-  EXPECT_TRUE(s.Process(*f2).fail_closed);
+  const FrameReport failed = s.Process(*f2);
+  EXPECT_TRUE(failed.fail_closed);
+  EXPECT_FALSE(failed.awaiting_shot) << "a failed detection is not a cut";
   h.det->fail = false;
   h.WaitIdle();
   auto f3 = Textured(320, 180, 3);
@@ -383,6 +388,7 @@ TEST(PrivacyStageAsync, SceneCutFailsClosedUntilTheNewShotIsDetected) {
   auto rep = s.Process(*cut);
   EXPECT_TRUE(rep.scene_cut);
   EXPECT_TRUE(rep.fail_closed) << "a new shot must not be shown before it is detected";
+  EXPECT_TRUE(rep.awaiting_shot);
   h.WaitIdle();
   h.det->sleep_ms = 0;
   auto next = MakeFrame(320, 180);
