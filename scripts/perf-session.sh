@@ -20,7 +20,7 @@ trap 'kill $server 2>/dev/null || true' EXIT
 load=$!
 sleep $(( (${STAGE_SECONDS:-30} - ${PERF_S:-12}) / 2 ))
 perf record -F 999 -g -o "$out/perf.data" -p "$server" -- sleep "${PERF_S:-12}" 2> /dev/null
-wait $load
+wait $load || true  # veil load exits 1 when the stage misses the mark; this script only reports
 perf report -i "$out/perf.data" --pid "$server" --no-children --sort dso -g none --percentage relative 2> /dev/null |
   grep -v '^#' | grep -v '^$' | head -15 > "$out/dso.txt"
 echo "== standalone (veil bench, one thread): CPU ms per frame"
