@@ -165,7 +165,7 @@ const std::vector<KeySpec>& ConfigKeys() {
       Key("privacy.max_age_ms", "max-age-ms", "older detection result -> whole-frame mosaic (fail-closed)", F(privacy.max_result_age_ms)),
       Key("privacy.scene_cut", "scene-cut", "a scene cut forces detection on that frame", F(privacy.scene_cut)),
       Key("privacy.scene_cut_threshold", "", "mean abs luma difference of 32x18 thumbnails that is a cut", F(privacy.scene_cut_threshold)),
-      Key("privacy.cut_hold_frames", "cut-hold-frames", "live: such a frame leaves as the session's previous output (already anonymized) instead of a whole-frame mosaic, at most this many in a row (0: never)", F(privacy.cut_hold_frames)),
+      Key("privacy.cut_hold_frames", "cut-hold-frames", "live: a frame that fails closed only because its new shot's detection is on its way (a scene cut) leaves as the session's previous output (already anonymized) instead of a whole-frame mosaic, at most this many in a row (0: never)", F(privacy.cut_hold_frames)),
       Key("privacy.cut_wait_ms", "cut-wait-ms", "live: a frame with no detection of its picture yet (a scene cut, the first frame) waits up to this long for its own before it would leave as a whole-frame mosaic (0: no wait)", F(privacy.cut_wait_ms)),
       AutoKey("mosaic.cell", "cell", "'auto' (adapts to the face) or a fixed cell size in px", "pixels", F(privacy.mosaic.fixed_cell)),
       Key("mosaic.cells_across", "cells-across", "adaptive mosaic: cells across a face", F(privacy.mosaic.cells_across)),
