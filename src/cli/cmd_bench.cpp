@@ -24,16 +24,48 @@ void SpeedSteps(const std::string& in, EncoderOptions enc, int64_t max_frames, b
     nlohmann::json j = nlohmann::json::array();
     for (const SpeedStepCost& c : *steps)
       j.push_back({{"step", c.step}, {"setting", c.setting}, {"frames", c.frames}, {"encode_cpu_ms", c.encode_cpu_ms},
+                   {"encode_cpu_ms_p99", c.encode_cpu_ms_p99}, {"encode_cpu_ms_max", c.encode_cpu_ms_max},
+                   {"fast_cut_frames", c.fast_cut_frames},
                    {"psnr_y", c.psnr_y}, {"psnr_yuv", c.psnr_yuv}, {"kbps", c.kbps}});
     fmt::print("{}\n", nlohmann::json{{"input", in}, {"codec", codec}, {"steps", j}}.dump(2));
     return;
   }
   fmt::print("{} encoder speed steps on {} (one thread, same target bitrate)\n", codec, in);
-  fmt::print("| step | setting | encode CPU ms/frame | x step 0 | PSNR Y | PSNR YUV | kbps |\n|---|---|---|---|---|---|---|\n");
+  fmt::print(
+      "| step | setting | encode CPU ms/frame | x step 0 | p99 / max frame ms | fast cuts | PSNR Y | PSNR YUV | kbps |\n"
+      "|---|---|---|---|---|---|---|---|---|\n");
   const double base = steps->front().encode_cpu_ms;
   for (const SpeedStepCost& c : *steps)
-    fmt::print("| {} | {} | {:.2f} | {:.2f} | {:.2f} dB | {:.2f} dB | {:.0f} |\n", c.step, c.setting, c.encode_cpu_ms,
-               base > 0 ? c.encode_cpu_ms / base : 0, c.psnr_y, c.psnr_yuv, c.kbps);
+    fmt::print("| {} | {} | {:.2f} | {:.2f} | {:.1f} / {:.1f} | {} | {:.2f} dB | {:.2f} dB | {:.0f} |\n", c.step, c.setting,
+               c.encode_cpu_ms, base > 0 ? c.encode_cpu_ms / base : 0, c.encode_cpu_ms_p99, c.encode_cpu_ms_max,
+               c.fast_cut_frames, c.psnr_y, c.psnr_yuv, c.kbps);
+}
+
+// veil bench --compare-fast-cuts: encoder.fast_cuts off and on, the same frames to both in turn.
+void FastCuts(const std::string& in, EncoderOptions enc, int64_t max_frames, bool json, int* rc) {
+  const std::string codec = enc.codec.empty() ? "vp8" : enc.codec;
+  if (codec != "vp8") return Fail(rc, 2, "--compare-fast-cuts: encoder.fast_cuts is a vp8 setting");
+  auto rows = MeasureFastCuts(in, codec, enc, max_frames);
+  if (!rows) return Fail(rc, 1, rows.error());
+  if (json) {
+    nlohmann::json j = nlohmann::json::array();
+    for (const FastCutsCost& c : *rows)
+      j.push_back({{"fast_cuts", c.fast_cuts}, {"frames", c.frames}, {"cut_frames", c.cut_frames},
+                   {"cut_indices", c.cut_indices},
+                   {"encode_cpu_ms", c.encode_cpu_ms}, {"cut_encode_cpu_ms", c.cut_encode_cpu_ms},
+                   {"other_encode_cpu_ms", c.other_encode_cpu_ms}, {"psnr_y", c.psnr_y}, {"psnr_yuv", c.psnr_yuv},
+                   {"kbps", c.kbps}});
+    fmt::print("{}\n", nlohmann::json{{"input", in}, {"codec", codec}, {"rows", j}}.dump(2));
+    return;
+  }
+  fmt::print("{} encoder.fast_cuts on {} (one thread, both encoders fed each frame in turn)\n", codec, in);
+  fmt::print(
+      "| fast_cuts | encode CPU ms/frame | on the {} cut frames | on the other frames | PSNR Y | PSNR YUV | kbps |\n"
+      "|---|---|---|---|---|---|---|\n",
+      rows->front().cut_frames);
+  for (const FastCutsCost& c : *rows)
+    fmt::print("| {} | {:.2f} | {:.2f} | {:.2f} | {:.2f} dB | {:.2f} dB | {:.0f} |\n", c.fast_cuts, c.encode_cpu_ms,
+               c.cut_encode_cpu_ms, c.other_encode_cpu_ms, c.psnr_y, c.psnr_yuv, c.kbps);
 }
 
 }  // namespace
@@ -46,6 +78,7 @@ void RegisterBench(CLI::App& app, int* rc) {
     int64_t max_frames = 0;
     bool json = false;
     bool speed_steps = false;
+    bool fast_cuts = false;
   };
   auto o = std::make_shared<Opts>();
   CLI::App* sub = app.add_subcommand("bench", "Cost of anonymize vs bypass on one input, in one run");
@@ -57,11 +90,15 @@ void RegisterBench(CLI::App& app, int* rc) {
   sub->add_flag("--json", o->json, "Print results as JSON on stdout");
   sub->add_flag("--speed-steps", o->speed_steps,
                 "Instead: the live encoder's speed steps (cost, PSNR, bitrate at the same target bitrate)");
+  sub->add_flag("--compare-fast-cuts", o->fast_cuts,
+                "Instead: the live vp8 encoder with encoder.fast_cuts off and on, fed the same frames in turn "
+                "(cost on the cut frames and the others, PSNR, bitrate)");
   sub->callback([o, rc] {
     auto cfg = Resolve(o->config);
     if (!cfg) return Fail(rc, 2, cfg.error());
     if (PrintConfigIfAsked(o->config, cfg->config)) return;
     if (o->in.empty()) return Fail(rc, 2, "an input file is required");
+    if (o->fast_cuts) return FastCuts(o->in, cfg->encoder, o->max_frames, o->json, rc);
     if (o->speed_steps) return SpeedSteps(o->in, cfg->encoder, o->max_frames, o->json, rc);
     const PrivacyConfig* pc = &cfg->privacy;
     std::string source;

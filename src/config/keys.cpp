@@ -200,6 +200,7 @@ const std::vector<KeySpec>& ConfigKeys() {
       Key("encoder.bitrate_kbps", "bitrate", "video bitrate, kbps (0: by resolution)", F(encoder.bitrate_kbps)),
       Key("encoder.threads", "encode-threads", "encoder threads (veil serve: keep 1 on a loaded node, docs/figures.md \"Encoder threads\")", F(encoder.threads)),
       Key("encoder.keyint", "keyint", "a keyframe at least every N frames", F(encoder.keyint_frames)),
+      Key("encoder.fast_cuts", "fast-cuts", "live vp8: a scene cut's first frame is encoded at the fastest speed (cpu-used 16), then the configured speed again", F(encoder.fast_cuts)),
       Key("encoder.vp8_speed", "vp8-speed", "libvpx cpu-used: -16..-1 fixed speed, 1..16 adaptive", F(encoder.vp8_speed)),
       Key("decoder.threads", "decode-threads", "decoder threads", F(decode_threads)),
       TextKey("server.listen", "listen", "control API address HOST:PORT (non-loopback needs server.token)",

@@ -47,6 +47,8 @@ class VideoEncoder {
   int speed_step() const { return step_; }  // the step the last frame was encoded at
   // The encoder setting of a step, e.g. "cpu-used 12" or "superfast".
   virtual std::string SpeedName(int step) const = 0;
+  // Frames encoded at the fastest speed because they began a new picture (EncoderOptions::fast_cuts).
+  virtual int64_t fast_cut_frames() const { return 0; }
 
  protected:
   VideoEncoder() = default;
@@ -58,6 +60,17 @@ class VideoEncoder {
 // x264 presets from the configured one down to ultrafast.
 std::vector<int> Vp8SpeedLadder(int vp8_speed);
 std::vector<std::string> X264PresetLadder(const std::string& preset);
+
+// A new picture for the encoder (EncoderOptions::fast_cuts): the mean absolute difference of two
+// frames' 32x18 luma thumbnails above this, as privacy.scene_cut_threshold's default. The
+// thumbnail is sampled (every 4th pixel of every 4th row): ~0.05 ms at 720p.
+constexpr double kCutThumbnailDiff = 28;
+struct CutThumbnail {
+  static constexpr int kW = 32, kH = 18;
+  uint8_t v[kW * kH] = {};
+  static CutThumbnail Of(const Frame& f);
+  double MeanAbsDiff(const CutThumbnail& o) const;
+};
 
 class VideoDecoder {
  public:

@@ -1,5 +1,7 @@
 #include "media/speed_ladder.h"
 
+#include <algorithm>
+
 #include <cmath>
 #include <memory>
 
@@ -34,6 +36,88 @@ double Psnr(double sse, double samples) {
 
 }  // namespace
 
+Result<std::vector<FastCutsCost>> MeasureFastCuts(const std::string& input, const std::string& codec,
+                                                  const EncoderOptions& o, int64_t max_frames) {
+  auto reader = MediaReader::Open(input);
+  if (!reader) return reader.status();
+  const VideoInfo& vi = (*reader)->info();
+  struct Side {
+    std::unique_ptr<VideoEncoder> enc;
+    std::unique_ptr<VideoDecoder> dec;
+    FastCutsCost c;
+    double cpu = 0, cut_cpu = 0, bytes = 0, sse_y = 0, sse_all = 0, samples_y = 0, samples_all = 0;
+  };
+  Side sides[2];
+  for (int i = 0; i < 2; ++i) {
+    EncoderOptions oi = o;
+    oi.fast_cuts = i == 1;
+    auto enc = VideoEncoder::Open(codec, vi, oi);
+    if (!enc) return enc.status();
+    auto dec = VideoDecoder::Open(codec, 1);
+    if (!dec) return dec.status();
+    sides[i].enc = std::move(*enc);
+    sides[i].dec = std::move(*dec);
+    sides[i].c.fast_cuts = oi.fast_cuts;
+  }
+  std::vector<EncodedFrame> packets;
+  std::vector<FramePtr> decoded;
+  for (int64_t n = 0;; ++n) {
+    if (max_frames > 0 && n >= max_frames) break;
+    ReadItem item = (*reader)->Next();
+    if (std::holds_alternative<EndOfStream>(item)) break;
+    auto* fp = std::get_if<FramePtr>(&item);
+    if (!fp) continue;  // audio
+    const Frame& f = **fp;
+    double ms[2] = {0, 0};
+    const int64_t cuts_before = sides[1].enc->fast_cut_frames();
+    for (int k = 0; k < 2; ++k) {
+      Side& s = sides[(n + k) % 2];  // who goes first alternates
+      packets.clear();
+      const double t0 = ThreadCpuMs();
+      if (Status st = s.enc->Encode(f, n == 0, packets); !st) return st;
+      ms[(n + k) % 2] = ThreadCpuMs() - t0;
+      for (const EncodedFrame& p : packets) {
+        s.bytes += double(p.data.size());
+        decoded.clear();
+        if (Status st = s.dec->Decode(p.data.data(), p.data.size(), p.pts, decoded); !st) return st;
+        for (const FramePtr& d : decoded) {
+          if (d->width != f.width || d->height != f.height) return Status::Error("decoded size differs from the input's");
+          const double y = Sse(f.y, d->y);
+          s.sse_y += y;
+          s.sse_all += y + Sse(f.u, d->u) + Sse(f.v, d->v);
+          s.samples_y += double(f.width) * f.height;
+          s.samples_all += double(f.width) * f.height + 2.0 * f.u.width * f.u.height;
+        }
+      }
+    }
+    const bool cut = sides[1].enc->fast_cut_frames() > cuts_before;
+    for (int i = 0; i < 2; ++i) {
+      Side& s = sides[i];
+      ++s.c.frames;
+      s.cpu += ms[i];
+      if (cut) {
+        ++s.c.cut_frames;
+        s.c.cut_indices.push_back(n);
+        s.cut_cpu += ms[i];
+      }
+    }
+  }
+  std::vector<FastCutsCost> out;
+  for (Side& s : sides) {
+    FastCutsCost& c = s.c;
+    if (c.frames == 0) return Status::Error(input + " has no video frames");
+    c.encode_cpu_ms = s.cpu / double(c.frames);
+    c.cut_encode_cpu_ms = c.cut_frames > 0 ? s.cut_cpu / double(c.cut_frames) : 0;
+    c.other_encode_cpu_ms = c.frames > c.cut_frames ? (s.cpu - s.cut_cpu) / double(c.frames - c.cut_frames) : 0;
+    c.psnr_y = Psnr(s.sse_y, s.samples_y);
+    c.psnr_yuv = Psnr(s.sse_all, s.samples_all);
+    c.kbps = s.bytes * 8.0 / 1000.0 / (double(c.frames) / (vi.fps > 0 ? vi.fps : 30.0));
+    out.push_back(c);
+  }
+  if (!(*reader)->end_status().ok()) return (*reader)->end_status();
+  return out;
+}
+
 Result<std::vector<SpeedStepCost>> MeasureSpeedLadder(const std::string& input, const std::string& codec,
                                                       const EncoderOptions& o, int64_t max_frames) {
   std::vector<SpeedStepCost> out;
@@ -54,6 +138,7 @@ Result<std::vector<SpeedStepCost>> MeasureSpeedLadder(const std::string& input, 
     double sse_y = 0, sse_all = 0, samples_y = 0, samples_all = 0, bytes = 0, cpu = 0;
     std::vector<EncodedFrame> packets;
     std::vector<FramePtr> decoded;
+    std::vector<double> per_frame;
     for (;;) {
       if (max_frames > 0 && c.frames >= max_frames) break;
       ReadItem item = (*reader)->Next();
@@ -64,7 +149,9 @@ Result<std::vector<SpeedStepCost>> MeasureSpeedLadder(const std::string& input, 
       packets.clear();
       const double t0 = ThreadCpuMs();
       if (Status s = (*enc)->Encode(f, c.frames == 0, packets); !s) return s;
-      cpu += ThreadCpuMs() - t0;
+      const double ms = ThreadCpuMs() - t0;
+      cpu += ms;
+      per_frame.push_back(ms);
       for (const EncodedFrame& p : packets) {
         bytes += double(p.data.size());
         decoded.clear();
@@ -83,6 +170,10 @@ Result<std::vector<SpeedStepCost>> MeasureSpeedLadder(const std::string& input, 
     if (c.frames == 0) return Status::Error(input + " has no video frames");
     if (!(*reader)->end_status().ok()) return (*reader)->end_status();
     c.encode_cpu_ms = cpu / double(c.frames);
+    std::sort(per_frame.begin(), per_frame.end());
+    c.encode_cpu_ms_p99 = per_frame[std::min(per_frame.size() - 1, size_t(0.99 * double(per_frame.size())))];
+    c.encode_cpu_ms_max = per_frame.back();
+    c.fast_cut_frames = (*enc)->fast_cut_frames();
     c.psnr_y = Psnr(sse_y, samples_y);
     c.psnr_yuv = Psnr(sse_all, samples_all);
     c.kbps = bytes * 8.0 / 1000.0 / (double(c.frames) / (vi.fps > 0 ? vi.fps : 30.0));

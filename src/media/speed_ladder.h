@@ -16,6 +16,8 @@ struct SpeedStepCost {
   std::string setting;      // e.g. "cpu-used 12", "superfast"
   int64_t frames = 0;
   double encode_cpu_ms = 0;  // per frame, the encode only (this thread's CPU)
+  double encode_cpu_ms_p99 = 0, encode_cpu_ms_max = 0;  // the costliest frames (keyframes, scene cuts)
+  int64_t fast_cut_frames = 0;  // new pictures encoded at the fastest speed (EncoderOptions::fast_cuts)
   double psnr_y = 0;        // dB, luma, over all frames (from the summed squared error)
   double psnr_yuv = 0;      // dB, all three planes weighted by their samples
   double kbps = 0;          // the output's bitrate at the input's frame rate
@@ -25,5 +27,21 @@ struct SpeedStepCost {
 // `codec` (vp8 | h264) with options `o`, one run per step, in order.
 Result<std::vector<SpeedStepCost>> MeasureSpeedLadder(const std::string& input, const std::string& codec,
                                                       const EncoderOptions& o, int64_t max_frames);
+
+// encoder.fast_cuts in one run: two live encoders of `codec` with options `o`, one with fast_cuts
+// off and one on, fed the same frames of `input` in turn (which goes first alternates frame by
+// frame), so a machine whose speed drifts slows both alike. The cut frames are those the second
+// encoder sped up; both rows report their cost on those same frames.
+struct FastCutsCost {
+  bool fast_cuts = false;
+  int64_t frames = 0, cut_frames = 0;
+  std::vector<int64_t> cut_indices;  // which frames (0-based) were the cut frames
+  double encode_cpu_ms = 0;      // per frame, all frames
+  double cut_encode_cpu_ms = 0;  // per frame, the cut frames
+  double other_encode_cpu_ms = 0;  // per frame, every other frame
+  double psnr_y = 0, psnr_yuv = 0, kbps = 0;
+};
+Result<std::vector<FastCutsCost>> MeasureFastCuts(const std::string& input, const std::string& codec,
+                                                  const EncoderOptions& o, int64_t max_frames);
 
 }  // namespace veil

@@ -133,6 +133,7 @@ json StatsJson(const SessionInfo& s) {
           {"cut_waits", st.privacy.cut_waits},
           {"cut_wait_timeouts", st.privacy.cut_wait_timeouts},
           {"held_frames", st.held_frames},
+          {"fast_cut_frames", st.fast_cut_frames},
           {"doubtful_detections", st.privacy.doubtful_detections},
           {"shedding",
            {{"level", st.shed_level},

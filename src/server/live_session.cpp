@@ -53,6 +53,10 @@ Result<std::unique_ptr<LiveSession>> LiveSession::Start(const std::string& id, c
                                     "Frames sent as the previous output while a new shot's detection was on its way "
                                     "(privacy.cut_hold_frames), counted among the fail-closed ones too",
                                     l);
+  s->m_fast_cuts_ = &metrics->GetCounter("veil_session_fast_cut_frames_total",
+                                         "Frames that began a new picture (a scene cut), encoded at the fastest "
+                                         "encoder speed (encoder.fast_cuts)",
+                                         l);
   s->m_stale_ = &metrics->GetCounter("veil_session_stale_drops_total", "Frames dropped as stale before processing", l);
   s->m_fail_closed_ = &metrics->GetCounter("veil_session_fail_closed_frames_total",
                                            "Frames sent as a whole-frame mosaic for lack of a fresh detection", l);
@@ -291,6 +295,7 @@ void LiveSession::ProcessOne(Decoded& item) {
       return;
     }
     encoder_ = std::move(*e);
+    enc_fast_cuts_seen_ = 0;
     enc_w_ = f.width;
     enc_h_ = f.height;
     trim_steps_ = cfg_.shed_trim ? privacy_->trim_steps(f.width, f.height) : 0;
@@ -314,6 +319,10 @@ void LiveSession::ProcessOne(Decoded& item) {
   if (Status s = encoder_->Encode(f, key, packets); !s) {
     Fail("encoder: " + s.message());
     return;
+  }
+  if (const int64_t fc = encoder_->fast_cut_frames(); fc > enc_fast_cuts_seen_) {
+    m_fast_cuts_->Inc(double(fc - enc_fast_cuts_seen_));
+    enc_fast_cuts_seen_ = fc;
   }
   for (const EncodedFrame& p : packets)
     if (p.keyframe) {

@@ -96,6 +96,7 @@ struct StageSummary {
 
 struct LiveSessionStats {
   uint64_t frames_in = 0, frames_out = 0, stale_drops = 0, decode_errors = 0, viewers = 0, viewer_drops = 0;
+  uint64_t fast_cut_frames = 0;  // new pictures encoded at the fastest speed (encoder.fast_cuts)
   uint64_t held_frames = 0;  // sent as the previous output at a cut (privacy.cut_hold_frames)
   int width = 0, height = 0;         // of the last frame sent (0: none yet)
   uint64_t resolution_changes = 0;   // the outgoing picture changed size (the encoder re-opened)
@@ -311,6 +312,8 @@ class LiveSession {
             *m_track_ = nullptr, *m_mosaic_ = nullptr, *m_encode_ = nullptr, *m_send_ = nullptr,
             *m_total_ = nullptr, *m_cut_wait_ = nullptr;
   Counter* m_held_ = nullptr;
+  Counter* m_fast_cuts_ = nullptr;
+  int64_t enc_fast_cuts_seen_ = 0;  // the current encoder's fast_cut_frames() already counted
   int held_run_ = 0;  // frames held in a row (privacy.cut_hold_frames); worker only
   Counter *m_forwarded_ = nullptr, *m_keyframes_ = nullptr;
   Gauge *m_shed_level_ = nullptr, *m_enc_step_ = nullptr;

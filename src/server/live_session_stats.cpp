@@ -30,6 +30,7 @@ LiveSessionStats LiveSession::stats() const {
   s.frames_out = frames_out_;
   s.stale_drops = stale_;
   s.held_frames = uint64_t(m_held_->value());
+  s.fast_cut_frames = uint64_t(m_fast_cuts_->value());
   s.decode_errors = decode_errors_;
   s.resolution_changes = resolution_changes_;  // first: a count that includes a change comes with its size
   s.frames_forwarded = forwarded_;

@@ -280,6 +280,30 @@ TEST(Cli, BenchSpeedStepsMeasuresEveryStep) {
   EXPECT_NE(RunVeil("bench --speed-steps /nonexistent.ivf").rc, 0);
 }
 
+// veil bench --compare-fast-cuts: encoder.fast_cuts off and on, fed the same frames. The clip is
+// leakcheck's rendering (3 s per photo at 30 fps), so its cuts are known: frames 90 and 180 of the
+// first 200, and nothing else is one (a slow pan over each photo). The speed-up is the
+// benchmark's to show, not this test's; here: the right frames, and no quality lost on them.
+TEST(Cli, BenchCompareFastCutsFindsTheClipsCuts) {
+  auto r = RunVeil("bench --compare-fast-cuts " + Media("leakcheck/input.ivf") + " --max-frames 200 --json");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out.substr(r.out.find('{')));
+  const auto& rows = j["rows"];
+  ASSERT_EQ(rows.size(), 2u) << r.out;
+  EXPECT_EQ(rows[0]["fast_cuts"], false);
+  EXPECT_EQ(rows[1]["fast_cuts"], true);
+  for (const auto& row : rows) {
+    EXPECT_EQ(row["frames"], 200);
+    EXPECT_EQ(row["cut_indices"], nlohmann::json::array({90, 180})) << row.dump();
+    EXPECT_GT(row["psnr_y"].get<double>(), 40.0) << row.dump();
+    EXPECT_GT(row["cut_encode_cpu_ms"].get<double>(), 0.0);
+  }
+  // Two frames of 200 at another speed: the clip's quality within 0.3 dB, its bitrate within 5%.
+  EXPECT_NEAR(rows[1]["psnr_y"].get<double>(), rows[0]["psnr_y"].get<double>(), 0.3);
+  EXPECT_NEAR(rows[1]["kbps"].get<double>(), rows[0]["kbps"].get<double>(), rows[0]["kbps"].get<double>() * 0.05);
+  EXPECT_EQ(RunVeil("bench --compare-fast-cuts " + Media("sample_720p30_h264.mkv") + " --set encoder.codec=h264").rc, 2);
+}
+
 TEST(Cli, FullBlurAndBypassModes) {
   const std::string out = test::TempPath("blur.ivf");
   auto r = RunVeil("anonymize " + Media("sample_720p30.ivf") + " -o " + out + " --mode full_blur --max-frames 90");

@@ -490,9 +490,10 @@ TEST(LiveSession, AtACutHoldsThePreviousOutputInsteadOfAWholeFrameMosaic) {
                       cv::norm(clip.master[size_t(i)], test::LumaOf(*b->second), cv::NORM_L1) / px});
     }
   }
-  std::printf("hold at a cut: held %llu, fail-closed %lld, scene cuts %lld; %d of %d faces visible; "
+  std::printf("hold at a cut: held %llu, fail-closed %lld, fast cuts %llu, scene cuts %lld; %d of %d faces visible; "
               "frame: change from the previous / from its master:",
               (unsigned long long)st.held_frames, (long long)st.privacy.fail_closed,
+              (unsigned long long)st.fast_cut_frames,
               (long long)st.privacy.scene_cuts, visible, faces);
   for (const Near& n : near) std::printf(" %d: %.1f / %.1f", n.i, n.from_previous, n.from_master);
   std::printf("\n");
@@ -502,6 +503,12 @@ TEST(LiveSession, AtACutHoldsThePreviousOutputInsteadOfAWholeFrameMosaic) {
   EXPECT_GE(st.held_frames, 1u) << "the cut's fail-closed frame was not held";
   EXPECT_GE(st.privacy.fail_closed, int64_t(st.held_frames) + 1)
       << "a held frame counts as fail-closed, and the first frame, with nothing to hold, is a mosaic";
+  // The new shot's first picture after the held frame went to the encoder at its fastest speed
+  // (encoder.fast_cuts), unless load shedding had the encoder there already.
+  if (st.shed_steps_up == 0) {
+    EXPECT_GE(st.fast_cut_frames, 1u) << "the cut was not encoded fast";
+  }
+  EXPECT_LE(st.fast_cut_frames, 3u) << "one hard cut in 120 frames";
   // A held frame at the cut repeats the old shot: next to no change from the frame before, far
   // from its own master (the new shot).
   bool held_at_cut = false;

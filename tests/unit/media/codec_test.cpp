@@ -126,6 +126,61 @@ void SpeedChangeMidStream(const std::string& codec) {
     EXPECT_LT(MeanAbsDiff(*frames[i], *decoded[i]), 5.0) << codec << " frame " << i << " at step " << steps[i];
 }
 
+// encoder.fast_cuts: the first frame of a new picture is encoded at the fastest step, once, and
+// the configured step is back for the next frame. The cut is made here, so it is known: the
+// clip's first frames, then the same frames with luma inverted (another picture of the same
+// texture) after one frame held as the live path holds one at a cut.
+TEST(LiveCodecs, Vp8EncodesANewPicturesFirstFrameAtTheFastestSpeed) {
+  VideoInfo vi;
+  auto src = ReadFrames(test::Media("sample_720p30.ivf"), 20, &vi);
+  ASSERT_EQ(src.size(), 20u);
+  std::vector<FramePtr> frames;
+  for (int i = 0; i < 10; ++i) frames.push_back(src[size_t(i)]);
+  frames.push_back(frames.back());  // 10: the previous picture again (a held frame)
+  for (int i = 10; i < 20; ++i) {   // 11..20: the new picture
+    auto f = MakeFrame(vi.width, vi.height);
+    CopyFrame(*src[size_t(i)], *f);
+    for (int y = 0; y < f->height; ++y)
+      for (int x = 0; x < f->width; ++x) f->y.row(y)[x] = uint8_t(255 - f->y.row(y)[x]);
+    frames.push_back(f);
+  }
+  for (bool on : {true, false}) {
+    EncoderOptions o;
+    o.fast_cuts = on;
+    auto enc = VideoEncoder::Open("vp8", vi, o);
+    ASSERT_TRUE(enc.ok()) << enc.error();
+    auto dec = VideoDecoder::Open("vp8", 1);
+    ASSERT_TRUE(dec.ok());
+    std::vector<EncodedFrame> packets;
+    std::vector<int64_t> fast;
+    for (size_t i = 0; i < frames.size(); ++i) {
+      frames[i]->pts = int64_t(i) * 3000;
+      ASSERT_TRUE((*enc)->Encode(*frames[i], i == 0, packets).ok());
+      fast.push_back((*enc)->fast_cut_frames());
+      EXPECT_EQ((*enc)->speed_step(), 0) << "frame " << i << ": the configured speed is back";
+    }
+    for (size_t i = 0; i < frames.size(); ++i)
+      EXPECT_EQ(fast[i], on && i >= 11 ? 1 : 0) << "fast_cuts " << on << ", after frame " << i;
+    EXPECT_FALSE(packets[11].keyframe) << "a cut is not made a keyframe";
+    std::vector<FramePtr> decoded;
+    for (const auto& p : packets) ASSERT_TRUE((*dec)->Decode(p.data.data(), p.data.size(), p.pts, decoded).ok());
+    ASSERT_EQ(decoded.size(), frames.size());
+    for (size_t i = 0; i < frames.size(); ++i)
+      EXPECT_LT(MeanAbsDiff(*frames[i], *decoded[i]), 6.0) << "fast_cuts " << on << ", frame " << i;
+  }
+  // A forced keyframe at the cut costs the same at every speed: left at the configured one.
+  auto enc = VideoEncoder::Open("vp8", vi, {});
+  ASSERT_TRUE(enc.ok());
+  std::vector<EncodedFrame> packets;
+  for (size_t i = 0; i < frames.size(); ++i) ASSERT_TRUE((*enc)->Encode(*frames[i], i == 0 || i == 11, packets).ok());
+  EXPECT_EQ((*enc)->fast_cut_frames(), 0);
+  // The thumbnail measure itself: a picture against itself 0, against its inverse far above the mark.
+  const CutThumbnail a = CutThumbnail::Of(*frames[0]), b = CutThumbnail::Of(*frames[11]);
+  EXPECT_EQ(a.MeanAbsDiff(a), 0);
+  EXPECT_GT(a.MeanAbsDiff(b), kCutThumbnailDiff);
+  EXPECT_LT(a.MeanAbsDiff(CutThumbnail::Of(*frames[1])), kCutThumbnailDiff);
+}
+
 TEST(LiveCodecs, Vp8SpeedChangesBetweenTwoFrames) { SpeedChangeMidStream("vp8"); }
 TEST(LiveCodecs, H264SpeedChangesAtKeyframes) { SpeedChangeMidStream("h264"); }
 
