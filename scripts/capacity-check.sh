@@ -6,7 +6,7 @@
 #     /readyz then gives the capacity the model predicts, learned from those sessions;
 #  2. "auto": a fresh server with server.max_sessions = auto is offered one more session than
 #     the largest stage; the tables show how many it admitted and whether they passed.
-# Tables in out/capacity/. Env: STAGE_SECONDS (20), BUILD_DIR (build), KINDS (all four: a space-separated
+# Tables in out/capacity/. Env: STAGE_SECONDS (20), AUTO_ALL_STAGES (set: the auto run tries every stage even after one fails, to show what it admits), BUILD_DIR (build), KINDS (all four: a space-separated
 # subset of vp8-anonymize vp8-bypass h264-anonymize h264-bypass).
 source "$(dirname "$0")/serve-lib.sh"
 secs=${STAGE_SECONDS:-20}
@@ -42,7 +42,7 @@ run() {  # $1 label, $2 mode, $3 input, $4 stages, $5 auto stages
   stop_server
   start_server "$label-auto" --mode "$mode"
   curl -s "$url/readyz" > "$out/$label-auto-readyz-before.json"
-  "$veil" load --server "$url" -i "$input" --stages "$auto" --stage-seconds "$secs" \
+  "$veil" load --server "$url" -i "$input" --stages "$auto" --stage-seconds "$secs" ${AUTO_ALL_STAGES:+--all-stages} \
     --label "$label auto" --out "$out/$label-auto" || true
   capacity > "$out/$label-auto-model.json"
   stop_server

@@ -44,6 +44,10 @@ struct ServerSettings {
   // (0 = detected) of which sessions may take cpu_share; N = at most N sessions, whatever they cost.
   int max_sessions = 0, max_viewers = 16, viewer_queue = 8, jitter_ms = 40;
   double cores = 0, cpu_share = 0.6;
+  // Admission by latency as well (max_sessions = auto): no new session while a running one's
+  // processing p99 over its last 5 s is above this (0: off). The CPU model cannot see a node
+  // whose sessions fit its CPU budget and already miss the frame interval at the p99.
+  double admit_p99_ms = 30;
   // Bypass sessions forward the publisher's frames instead of re-encoding them (server/live_session.h).
   bool bypass_forward = true;
   // Load shedding (server/speed_control.h): encoder speed, the trimmed detection window,

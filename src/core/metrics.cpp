@@ -83,6 +83,23 @@ std::vector<uint64_t> Histogram::cumulative() const {
 
 double Histogram::Quantile(double q) const { return QuantileOfCounts(bounds_, cumulative(), q); }
 
+void RecentQuantile::Add(double now_ms, std::vector<uint64_t> cumulative) {
+  snaps_.emplace_back(now_ms, std::move(cumulative));
+  // Keep the newest snapshot at least a window older than now, and everything after it.
+  while (snaps_.size() > 2 && now_ms - snaps_[1].first >= window_ms_) snaps_.pop_front();
+}
+
+double RecentQuantile::Get(const std::vector<double>& bounds, double q, uint64_t min_count) const {
+  if (snaps_.size() < 2) return -1;
+  const auto& [t0, c0] = snaps_.front();
+  const auto& [t1, c1] = snaps_.back();
+  if (t1 - t0 < window_ms_ || c0.size() != c1.size() || c1.empty()) return -1;
+  std::vector<uint64_t> w(c1.size());
+  for (size_t i = 0; i < w.size(); ++i) w[i] = c1[i] >= c0[i] ? c1[i] - c0[i] : 0;
+  if (w.back() < min_count) return -1;  // +Inf last: the window's count
+  return QuantileOfCounts(bounds, w, q);
+}
+
 double QuantileOfCounts(const std::vector<double>& bounds, const std::vector<uint64_t>& c, double q) {
   if (c.empty() || c.size() != bounds.size() + 1) return 0;
   const uint64_t n = c.back();

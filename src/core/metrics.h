@@ -3,6 +3,7 @@
 // the hot path; registration and export take a lock.
 #pragma once
 #include <atomic>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -61,6 +62,22 @@ class Histogram {
 // The quantile of cumulative bucket counts (as Histogram::cumulative() gives,
 // +Inf last; e.g. the difference of two snapshots: a window), linear within a bucket.
 double QuantileOfCounts(const std::vector<double>& bounds, const std::vector<uint64_t>& cumulative, double q);
+
+// A histogram's quantile over its last `window_ms`: fed the histogram's cumulative counts with
+// their time (e.g. once a second), it answers from the difference between the newest snapshot and
+// the newest one at least window_ms older. Not thread-safe: one owner feeds and reads it.
+class RecentQuantile {
+ public:
+  explicit RecentQuantile(double window_ms) : window_ms_(window_ms) {}
+  void Add(double now_ms, std::vector<uint64_t> cumulative);
+  // The quantile over the window, or -1 when the snapshots do not yet span it or it holds fewer
+  // than min_count observations.
+  double Get(const std::vector<double>& bounds, double q, uint64_t min_count) const;
+
+ private:
+  double window_ms_;
+  std::deque<std::pair<double, std::vector<uint64_t>>> snaps_;
+};
 
 // Millisecond buckets for per-stage latencies (0.1 ms .. 1 s).
 std::vector<double> LatencyBucketsMs();

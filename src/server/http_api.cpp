@@ -134,6 +134,7 @@ json StatsJson(const SessionInfo& s) {
           {"cut_wait_timeouts", st.privacy.cut_wait_timeouts},
           {"held_frames", st.held_frames},
           {"fast_cut_frames", st.fast_cut_frames},
+          {"recent_p99_ms", st.recent_p99_ms},
           {"doubtful_detections", st.privacy.doubtful_detections},
           {"shedding",
            {{"level", st.shed_level},

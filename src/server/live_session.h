@@ -96,6 +96,7 @@ struct StageSummary {
 
 struct LiveSessionStats {
   uint64_t frames_in = 0, frames_out = 0, stale_drops = 0, decode_errors = 0, viewers = 0, viewer_drops = 0;
+  double recent_p99_ms = -1;  // processing p99 over the last 5 s (Tick(); -1: not yet 5 s or under 60 frames)
   uint64_t fast_cut_frames = 0;  // new pictures encoded at the fastest speed (encoder.fast_cuts)
   uint64_t held_frames = 0;  // sent as the previous output at a cut (privacy.cut_hold_frames)
   int width = 0, height = 0;         // of the last frame sent (0: none yet)
@@ -303,6 +304,8 @@ class LiveSession {
   SessionSnapshot snap_cache_ GUARDED_BY(snap_mu_);  // frame 0: empty
   int snap_cache_width_ GUARDED_BY(snap_mu_) = 0;    // the max_width it was made for
   SessionHistory history_;      // Tick() feeds it
+  RecentQuantile recent_total_{5000};  // processing latency over the last 5 s (Tick() feeds it)
+  std::atomic<double> recent_p99_ms_{-1};  // its p99, as of the last Tick()
   // Tick() state.
   double tick_ms_ = 0;
   uint64_t tick_in_ = 0, tick_out_ = 0, tick_viewer_drops_ = 0, tick_lost_ = 0;

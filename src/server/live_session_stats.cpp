@@ -31,6 +31,7 @@ LiveSessionStats LiveSession::stats() const {
   s.stale_drops = stale_;
   s.held_frames = uint64_t(m_held_->value());
   s.fast_cut_frames = uint64_t(m_fast_cuts_->value());
+  s.recent_p99_ms = recent_p99_ms_;
   s.decode_errors = decode_errors_;
   s.resolution_changes = resolution_changes_;  // first: a count that includes a change comes with its size
   s.frames_forwarded = forwarded_;
@@ -90,7 +91,7 @@ LiveSessionStats LiveSession::stats() const {
 
 LiveSessionStats LiveSession::Tick() {
   const double now = NowMs();
-  const LiveSessionStats s = stats();
+  LiveSessionStats s = stats();
   const double dt = (now - tick_ms_) / 1000.0;
   if (dt >= 1.0) {  // rates over about a second
     fps_in_ = double(s.frames_in - tick_in_) / dt;
@@ -106,6 +107,9 @@ LiveSessionStats LiveSession::Tick() {
   if (s.rtp.lost > tick_lost_) m_lost_->Inc(double(s.rtp.lost - tick_lost_));
   tick_lost_ = s.rtp.lost;
   m_jitter_->Set(s.rtp.jitter_ms);
+  recent_total_.Add(now, m_total_->cumulative());
+  recent_p99_ms_ = recent_total_.Get(m_total_->bounds(), 0.99, 60);
+  s.recent_p99_ms = recent_p99_ms_;
   if (history_.Due(now))  // the histogram snapshot only when a point is taken
     history_.Update(now, UnixMs(), {s.frames_in, uint64_t(s.privacy.fail_closed), s.stale_drops, m_total_->cumulative()});
   m_viewers_->Set(double(s.viewers));

@@ -77,6 +77,7 @@ std::string SessionManager::AdmitReason(const SessionLoad& want) const {
       return "session limit reached (" + std::to_string(deps_.server.max_sessions) + " sessions, server.max_sessions)";
     return "";
   }
+  if (std::string why = LatencyRefusal(); !why.empty()) return why;
   const double load = LoadMsPerS(), budget = capacity_->BudgetMsPerS(), cost = capacity_->CostMsPerS(want);
   if (n == 0 || load + cost <= budget + 1e-6) return "";  // an empty node takes one, whatever it costs
   return fmt::format(
@@ -85,6 +86,25 @@ std::string SessionManager::AdmitReason(const SessionLoad& want) const {
       // In sessions of the refused one's kind: an H.264 publisher is told how many H.264 sessions fit.
       capacity_->CapacitySessions(want.codec, want.mode), KindName(want.codec, want.mode), capacity_->options().cores,
       n, load, budget, Name(want.codec), ModeName(want.mode), cost);
+}
+
+std::string AdmitP99Refusal(const std::map<std::string, double>& recent_p99_ms, double limit_ms) {
+  if (limit_ms <= 0) return "";
+  const std::pair<const std::string, double>* worst = nullptr;
+  for (const auto& kv : recent_p99_ms)
+    if (kv.second > limit_ms && (!worst || kv.second > worst->second)) worst = &kv;
+  if (!worst) return "";
+  return fmt::format(
+      "at capacity: session {}'s processing p99 is {:.1f} ms over its last 5 s, above {:g} ms "
+      "(server.admit_p99_ms): one more session would push the running ones past the frame interval",
+      worst->first, worst->second, limit_ms);
+}
+
+std::string SessionManager::LatencyRefusal() const {
+  std::map<std::string, double> p99;
+  for (const auto& [id, e] : sessions_)
+    if (e.recent_p99_ms >= 0) p99[id] = e.recent_p99_ms;
+  return AdmitP99Refusal(p99, deps_.server.admit_p99_ms);
 }
 
 CapacityState SessionManager::Capacity() const {
@@ -141,6 +161,7 @@ int SessionManager::FreeSessions(VideoCodec codec, Mode mode) const {
   want.mode = mode;
   const double cost = capacity_->CostMsPerS(want);
   if (n == 0) return std::max(1, int(std::floor(capacity_->BudgetMsPerS() / cost + 1e-9)));
+  if (!LatencyRefusal().empty()) return 0;
   return std::max(0, int(std::floor((capacity_->BudgetMsPerS() - LoadMsPerS()) / cost + 1e-6)));
 }
 

@@ -93,6 +93,7 @@ void SessionManager::Housekeeping() {
                                st.detect_trimmed ? ", trimmed window" : ""));
           e.shed_level = st.shed_level;
         }
+        e.recent_p99_ms = st.recent_p99_ms;
         if (st.overloaded) overloaded.push_back(id);
         if (st.resolution_changes > e.resolution_changes) {
           e.resolution_changes = st.resolution_changes;

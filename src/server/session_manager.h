@@ -69,6 +69,11 @@ struct CapacityState {
   std::vector<CapacityModel::Cost> costs;  // the whole model
 };
 
+// Admission by latency (server.admit_p99_ms; max_sessions = auto): the reason to refuse a new
+// session when a running one's processing p99 over its last 5 s (by id; sessions without a
+// figure yet are left out) is above limit_ms, naming the worst; "" when none is, or limit_ms is 0.
+std::string AdmitP99Refusal(const std::map<std::string, double>& recent_p99_ms, double limit_ms);
+
 struct CreateSpec {
   std::string id;     // empty: generated
   VideoCodec codec = VideoCodec::kVp8;
@@ -168,6 +173,7 @@ class SessionManager {
     uint64_t resolution_changes = 0;  // seen by housekeeping (an event each)
     SessionLoad load;                 // for the capacity model: codec, mode, size, rate
     int shed_level = 0;               // seen by housekeeping (an event per change)
+    double recent_p99_ms = -1;        // its processing p99 over the last 5 s, as housekeeping last read it
     double created_ms = 0;            // NowMs() at creation: the newest ends first when shedding
   };
   SessionManager(const ServerDeps& d, MetricsRegistry* m);
@@ -234,6 +240,8 @@ class SessionManager {
   double ShedEndAfterMs() const { return 2000.0 * deps_.server.shed_calm_s; }
   // Empty unless the node is overloaded and shedding: then why new viewers are refused.
   std::string OverloadReason() const REQUIRES(mu_);
+  // server.admit_p99_ms over the running sessions' recent p99 (AdmitP99Refusal); "" = no objection.
+  std::string LatencyRefusal() const REQUIRES(mu_);
 };
 
 bool ValidSessionId(const std::string& id);

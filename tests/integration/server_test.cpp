@@ -304,6 +304,43 @@ TEST(Server, AdmitsByMeasuredCapacity) {
   EXPECT_EQ(server.Stop(), 0);
 }
 
+// Admission by latency (server.admit_p99_ms, with max_sessions = auto): once a running session's
+// processing p99 over its last 5 s is above the mark, the node refuses the next session (503,
+// Retry-After, the reason naming the session) and /readyz says so, whatever the CPU budget says.
+// The mark is set far below any real frame (0.5 ms), so the refusal does not hang on this
+// machine's speed; before the session has 5 s of frames there is no figure and no refusal.
+TEST(Server, AdmissionByLatencyRefusesWhileASessionIsPastTheMark) {
+  ASSERT_GT(Source().frames, 100);
+  ServerProcess server({"--admit-p99-ms", "0.5", "--cores", "8"});  // 8 cores: the CPU budget takes several
+  ASSERT_TRUE(server.ok()) << server.log();
+  auto log = std::make_shared<SentLog>();
+  const json s = CreateSession(server, {{"id", "first"}});
+  Watch w("vp8", log);
+  AddViewer(server, "first", w.port());
+  Feed feed(s, log);
+  SleepMs(1500);
+  Reply early = server.Call("GET", "/v1/sessions/first");
+  ASSERT_EQ(early.status, 200) << early.text;
+  EXPECT_EQ(early.body["stats"]["recent_p99_ms"].get<double>(), -1) << "no 5-s figure yet";
+  EXPECT_EQ(server.Call("GET", "/readyz").status, 200) << "no figure, no refusal";
+  double p99 = -1;
+  for (int i = 0; i < 40 && p99 < 0; ++i) {  // the window fills after 5 s of frames
+    SleepMs(250);
+    p99 = server.Call("GET", "/v1/sessions/first").body["stats"]["recent_p99_ms"].get<double>();
+  }
+  ASSERT_GT(p99, 0.5) << "the session never reported a 5-s p99";
+  Reply over = server.Call("POST", "/v1/sessions", R"({"id":"second"})");
+  EXPECT_EQ(over.status, 503) << over.text;
+  EXPECT_EQ(over.headers.count("Retry-After"), 1u);
+  const std::string why = over.body.value("error", "");
+  EXPECT_NE(why.find("session first's processing p99 is "), std::string::npos) << why;
+  EXPECT_NE(why.find("(server.admit_p99_ms)"), std::string::npos) << why;
+  Reply ready = server.Call("GET", "/readyz");
+  EXPECT_EQ(ready.status, 503) << ready.text;
+  feed.Stop();
+  EXPECT_EQ(server.Stop(), 0);
+}
+
 // Load shedding on a node (issue 12), in its documented order: a CPU hog injected into one
 // session's worker makes it shed its encoder speed steps, then a frame of detection cadence;
 // still late at its last level, the node refuses new viewers and sessions (503, Retry-After,

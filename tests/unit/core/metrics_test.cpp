@@ -83,6 +83,33 @@ TEST(Metrics, QuantileOfAWindow) {
   EXPECT_EQ(QuantileOfCounts(h.bounds(), {1, 2}, 0.5), 0);  // counts that do not fit the bounds
 }
 
+// A rolling window fed once a second: the p99 of the last 5 s, nothing before the window spans 5 s
+// or holds enough frames, and what left the window no longer counts.
+TEST(Metrics, RecentQuantileIsTheLastWindows) {
+  Histogram h(LatencyBucketsMs());
+  RecentQuantile r(5000);
+  double t = 0;
+  auto second = [&](double ms, int frames) {
+    for (int i = 0; i < frames; ++i) h.Observe(ms);
+    t += 1000;
+    r.Add(t, h.cumulative());
+  };
+  r.Add(t, h.cumulative());
+  for (int s = 0; s < 4; ++s) second(20, 30);
+  EXPECT_EQ(r.Get(h.bounds(), 0.99, 60), -1) << "4 s do not span the 5-s window";
+  second(20, 30);
+  const double calm = r.Get(h.bounds(), 0.99, 60);
+  EXPECT_GT(calm, 15);
+  EXPECT_LE(calm, 20);  // 20-ms frames: inside the 15..20 bucket
+  EXPECT_EQ(r.Get(h.bounds(), 0.99, 151), -1) << "150 frames in the window, fewer than asked for";
+  second(45, 30);  // one slow second: 30 of the window's 150 frames
+  EXPECT_GT(r.Get(h.bounds(), 0.99, 60), 40);
+  EXPECT_LE(r.Get(h.bounds(), 0.99, 60), 50);
+  for (int s = 0; s < 5; ++s) second(20, 30);  // 5 calm seconds: the slow one left the window
+  EXPECT_LE(r.Get(h.bounds(), 0.99, 60), 20);
+  EXPECT_GT(h.Quantile(0.99), 20) << "the lifetime figure still holds the slow second";
+}
+
 TEST(Metrics, QuantileEstimate) {
   Histogram h({10, 20, 30, 40});
   for (int i = 0; i < 100; ++i) h.Observe(i < 90 ? 15 : 35);

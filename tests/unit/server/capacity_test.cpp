@@ -1,4 +1,5 @@
 #include "server/capacity.h"
+#include "server/session_manager.h"
 
 #include <gtest/gtest.h>
 
@@ -120,6 +121,19 @@ TEST(Capacity, TheStandaloneTranscodeIsTimed) {
   auto v = MeasureTranscodeMs(VideoCodec::kVp8, EncoderOptions{}, 6);
   ASSERT_TRUE(v.ok()) << v.error();
   EXPECT_GT(*v, 0.2);
+}
+
+// server.admit_p99_ms: a node with a session already past the mark at its p99 takes no more,
+// whatever its CPU budget says, and names the worst session; off at 0.
+TEST(Capacity, AdmissionByLatencyNamesTheWorstSession) {
+  EXPECT_EQ(AdmitP99Refusal({}, 30), "");
+  EXPECT_EQ(AdmitP99Refusal({{"a", 24.0}, {"b", 29.9}}, 30), "");
+  const std::string why = AdmitP99Refusal({{"a", 31.0}, {"b", 36.5}, {"c", 12.0}}, 30);
+  EXPECT_NE(why.find("session b's processing p99 is 36.5 ms over its last 5 s, above 30 ms (server.admit_p99_ms)"),
+            std::string::npos)
+      << why;
+  EXPECT_EQ(why.rfind("at capacity: ", 0), 0u) << "a capacity refusal (503 + Retry-After): " << why;
+  EXPECT_EQ(AdmitP99Refusal({{"a", 31.0}}, 0), "") << "0: off";
 }
 
 TEST(Capacity, UsableCoresFollowsTheAffinityMask) {
