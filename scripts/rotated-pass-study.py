@@ -28,16 +28,9 @@ import tempfile
 
 import cv2
 
+from leakcheck_faces import iou  # scripts/: the same IoU as the other studies
+
 PASSES = {"up": None, "cw": cv2.ROTATE_90_CLOCKWISE, "ccw": cv2.ROTATE_90_COUNTERCLOCKWISE}
-
-
-def iou(a, b):
-    ax, ay, aw, ah = a
-    bx, by, bw, bh = b
-    ix = max(0.0, min(ax + aw, bx + bw) - max(ax, bx))
-    iy = max(0.0, min(ay + ah, by + bh) - max(ay, by))
-    i = ix * iy
-    return i / (aw * ah + bw * bh - i + 1e-9)
 
 
 def turn_back(name, x, y, w, h, W, H):
