@@ -1,7 +1,6 @@
 #include "media/speed_ladder.h"
 
 #include <algorithm>
-
 #include <cmath>
 #include <memory>
 
@@ -34,6 +33,35 @@ double Psnr(double sse, double samples) {
   return mse <= 1e-12 ? 99.0 : 10.0 * std::log10(255.0 * 255.0 / mse);
 }
 
+// What one encoder's output keeps of its input: the packets' bytes, and the decoded pictures'
+// squared error against the frames they came from.
+struct QualityTally {
+  double bytes = 0, sse_y = 0, sse_all = 0, samples_y = 0, samples_all = 0;
+
+  // Decodes `packets` (the encoding of `f`) and adds them up.
+  Status Add(const Frame& f, const std::vector<EncodedFrame>& packets, VideoDecoder& dec, std::vector<FramePtr>& decoded) {
+    for (const EncodedFrame& p : packets) {
+      bytes += double(p.data.size());
+      decoded.clear();
+      if (Status s = dec.Decode(p.data.data(), p.data.size(), p.pts, decoded); !s) return s;
+      for (const FramePtr& d : decoded) {
+        if (d->width != f.width || d->height != f.height) return Status::Error("decoded size differs from the input's");
+        const double y = Sse(f.y, d->y);
+        sse_y += y;
+        sse_all += y + Sse(f.u, d->u) + Sse(f.v, d->v);
+        samples_y += double(f.width) * f.height;
+        samples_all += double(f.width) * f.height + 2.0 * f.u.width * f.u.height;
+      }
+    }
+    return Status::Ok();
+  }
+  double psnr_y() const { return Psnr(sse_y, samples_y); }
+  double psnr_yuv() const { return Psnr(sse_all, samples_all); }
+  double kbps(int64_t frames, const VideoInfo& vi) const {
+    return bytes * 8.0 / 1000.0 / (double(frames) / (vi.fps > 0 ? vi.fps : 30.0));
+  }
+};
+
 }  // namespace
 
 Result<std::vector<FastCutsCost>> MeasureFastCuts(const std::string& input, const std::string& codec,
@@ -45,7 +73,8 @@ Result<std::vector<FastCutsCost>> MeasureFastCuts(const std::string& input, cons
     std::unique_ptr<VideoEncoder> enc;
     std::unique_ptr<VideoDecoder> dec;
     FastCutsCost c;
-    double cpu = 0, cut_cpu = 0, bytes = 0, sse_y = 0, sse_all = 0, samples_y = 0, samples_all = 0;
+    QualityTally q;
+    double cpu = 0, cut_cpu = 0;
   };
   Side sides[2];
   for (int i = 0; i < 2; ++i) {
@@ -76,19 +105,7 @@ Result<std::vector<FastCutsCost>> MeasureFastCuts(const std::string& input, cons
       const double t0 = ThreadCpuMs();
       if (Status st = s.enc->Encode(f, n == 0, packets); !st) return st;
       ms[(n + k) % 2] = ThreadCpuMs() - t0;
-      for (const EncodedFrame& p : packets) {
-        s.bytes += double(p.data.size());
-        decoded.clear();
-        if (Status st = s.dec->Decode(p.data.data(), p.data.size(), p.pts, decoded); !st) return st;
-        for (const FramePtr& d : decoded) {
-          if (d->width != f.width || d->height != f.height) return Status::Error("decoded size differs from the input's");
-          const double y = Sse(f.y, d->y);
-          s.sse_y += y;
-          s.sse_all += y + Sse(f.u, d->u) + Sse(f.v, d->v);
-          s.samples_y += double(f.width) * f.height;
-          s.samples_all += double(f.width) * f.height + 2.0 * f.u.width * f.u.height;
-        }
-      }
+      if (Status st = s.q.Add(f, packets, *s.dec, decoded); !st) return st;
     }
     const bool cut = sides[1].enc->fast_cut_frames() > cuts_before;
     for (int i = 0; i < 2; ++i) {
@@ -109,9 +126,9 @@ Result<std::vector<FastCutsCost>> MeasureFastCuts(const std::string& input, cons
     c.encode_cpu_ms = s.cpu / double(c.frames);
     c.cut_encode_cpu_ms = c.cut_frames > 0 ? s.cut_cpu / double(c.cut_frames) : 0;
     c.other_encode_cpu_ms = c.frames > c.cut_frames ? (s.cpu - s.cut_cpu) / double(c.frames - c.cut_frames) : 0;
-    c.psnr_y = Psnr(s.sse_y, s.samples_y);
-    c.psnr_yuv = Psnr(s.sse_all, s.samples_all);
-    c.kbps = s.bytes * 8.0 / 1000.0 / (double(c.frames) / (vi.fps > 0 ? vi.fps : 30.0));
+    c.psnr_y = s.q.psnr_y();
+    c.psnr_yuv = s.q.psnr_yuv();
+    c.kbps = s.q.kbps(c.frames, vi);
     out.push_back(c);
   }
   if (!(*reader)->end_status().ok()) return (*reader)->end_status();
@@ -135,7 +152,8 @@ Result<std::vector<SpeedStepCost>> MeasureSpeedLadder(const std::string& input, 
     SpeedStepCost c;
     c.step = step;
     c.setting = (*enc)->SpeedName(step);
-    double sse_y = 0, sse_all = 0, samples_y = 0, samples_all = 0, bytes = 0, cpu = 0;
+    QualityTally q;
+    double cpu = 0;
     std::vector<EncodedFrame> packets;
     std::vector<FramePtr> decoded;
     std::vector<double> per_frame;
@@ -152,19 +170,7 @@ Result<std::vector<SpeedStepCost>> MeasureSpeedLadder(const std::string& input, 
       const double ms = ThreadCpuMs() - t0;
       cpu += ms;
       per_frame.push_back(ms);
-      for (const EncodedFrame& p : packets) {
-        bytes += double(p.data.size());
-        decoded.clear();
-        if (Status s = (*dec)->Decode(p.data.data(), p.data.size(), p.pts, decoded); !s) return s;
-        for (const FramePtr& d : decoded) {
-          if (d->width != f.width || d->height != f.height) return Status::Error("decoded size differs from the input's");
-          const double y = Sse(f.y, d->y);
-          sse_y += y;
-          sse_all += y + Sse(f.u, d->u) + Sse(f.v, d->v);
-          samples_y += double(f.width) * f.height;
-          samples_all += double(f.width) * f.height + 2.0 * f.u.width * f.u.height;
-        }
-      }
+      if (Status s = q.Add(f, packets, **dec, decoded); !s) return s;
       ++c.frames;
     }
     if (c.frames == 0) return Status::Error(input + " has no video frames");
@@ -174,9 +180,9 @@ Result<std::vector<SpeedStepCost>> MeasureSpeedLadder(const std::string& input, 
     c.encode_cpu_ms_p99 = per_frame[std::min(per_frame.size() - 1, size_t(0.99 * double(per_frame.size())))];
     c.encode_cpu_ms_max = per_frame.back();
     c.fast_cut_frames = (*enc)->fast_cut_frames();
-    c.psnr_y = Psnr(sse_y, samples_y);
-    c.psnr_yuv = Psnr(sse_all, samples_all);
-    c.kbps = bytes * 8.0 / 1000.0 / (double(c.frames) / (vi.fps > 0 ? vi.fps : 30.0));
+    c.psnr_y = q.psnr_y();
+    c.psnr_yuv = q.psnr_yuv();
+    c.kbps = q.kbps(c.frames, vi);
     out.push_back(std::move(c));
   }
   return out;
