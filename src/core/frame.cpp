@@ -1,5 +1,7 @@
 #include "core/frame.h"
 
+#include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 
@@ -67,6 +69,29 @@ void CopyFrame(const Frame& src, Frame& dst) {
     for (int r = 0; r < sp[i]->height; ++r) std::memcpy(dp[i]->row(r), sp[i]->row(r), sp[i]->width);
   dst.pts = src.pts;
   dst.index = src.index;
+}
+
+LumaThumb LumaThumb::Of(const Frame& f) {
+  LumaThumb t;
+  for (int by = 0; by < kH; ++by) {
+    for (int bx = 0; bx < kW; ++bx) {
+      unsigned s = 0;
+      for (int sy = 0; sy < 4; ++sy) {
+        const int y = std::min(f.height - 1, (by * 4 + sy) * f.height / (kH * 4) + f.height / (kH * 8));
+        const uint8_t* row = f.y.row(y);
+        for (int sx = 0; sx < 4; ++sx)
+          s += row[std::min(f.width - 1, (bx * 4 + sx) * f.width / (kW * 4) + f.width / (kW * 8))];
+      }
+      t.v[by * kW + bx] = static_cast<uint8_t>(s / 16);
+    }
+  }
+  return t;
+}
+
+double LumaThumb::MeanAbsDiff(const LumaThumb& o) const {
+  int sum = 0;
+  for (size_t i = 0; i < v.size(); ++i) sum += std::abs(int(v[i]) - int(o.v[i]));
+  return double(sum) / double(v.size());
 }
 
 }  // namespace veil

@@ -1,5 +1,6 @@
 // I420 frames backed by a buffer pool: steady-state decoding allocates nothing.
 #pragma once
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -50,5 +51,16 @@ class FramePool : public std::enable_shared_from_this<FramePool> {
 // Allocates a standalone frame (tests, tools). Stride == width.
 FramePtr MakeFrame(int width, int height);
 void CopyFrame(const Frame& src, Frame& dst);  // same size required
+
+// A 32x18 luma thumbnail: each cell the mean of 16 samples (4x4, evenly spread over the cell),
+// ~0.01 ms at 720p. Two thumbnails' mean absolute difference says whether a frame is a new
+// picture: the privacy stage's scene cut (privacy.scene_cut_threshold) and the encoder's fast
+// cuts (EncoderOptions::fast_cuts) use this one measure.
+struct LumaThumb {
+  static constexpr int kW = 32, kH = 18;
+  std::array<uint8_t, kW * kH> v{};
+  static LumaThumb Of(const Frame& f);
+  double MeanAbsDiff(const LumaThumb& o) const;
+};
 
 }  // namespace veil

@@ -9,29 +9,6 @@
 
 namespace veil {
 
-CutThumbnail CutThumbnail::Of(const Frame& f) {
-  CutThumbnail t;
-  for (int by = 0; by < kH; ++by)
-    for (int bx = 0; bx < kW; ++bx) {
-      const int y0 = by * f.height / kH, y1 = std::max(y0 + 1, (by + 1) * f.height / kH);
-      const int x0 = bx * f.width / kW, x1 = std::max(x0 + 1, (bx + 1) * f.width / kW);
-      int sum = 0, n = 0;
-      for (int y = y0; y < y1 && y < f.height; y += 4)
-        for (int x = x0; x < x1 && x < f.width; x += 4) {
-          sum += f.y.row(y)[x];
-          ++n;
-        }
-      t.v[by * kW + bx] = uint8_t(n > 0 ? sum / n : 0);
-    }
-  return t;
-}
-
-double CutThumbnail::MeanAbsDiff(const CutThumbnail& o) const {
-  int64_t d = 0;
-  for (int i = 0; i < kW * kH; ++i) d += std::abs(int(v[i]) - int(o.v[i]));
-  return double(d) / (kW * kH);
-}
-
 std::vector<int> Vp8SpeedLadder(int vp8_speed) {
   std::vector<int> out;
   if (vp8_speed > 0) return {vp8_speed};  // libvpx adapts on its own: one step

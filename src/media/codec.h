@@ -62,15 +62,9 @@ std::vector<int> Vp8SpeedLadder(int vp8_speed);
 std::vector<std::string> X264PresetLadder(const std::string& preset);
 
 // A new picture for the encoder (EncoderOptions::fast_cuts): the mean absolute difference of two
-// frames' 32x18 luma thumbnails above this, as privacy.scene_cut_threshold's default. The
-// thumbnail is sampled (every 4th pixel of every 4th row): ~0.05 ms at 720p.
+// frames' luma thumbnails (LumaThumb, core/frame.h) above this, as privacy.scene_cut_threshold's
+// default.
 constexpr double kCutThumbnailDiff = 28;
-struct CutThumbnail {
-  static constexpr int kW = 32, kH = 18;
-  uint8_t v[kW * kH] = {};
-  static CutThumbnail Of(const Frame& f);
-  double MeanAbsDiff(const CutThumbnail& o) const;
-};
 
 class VideoDecoder {
  public:

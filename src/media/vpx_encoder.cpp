@@ -83,7 +83,7 @@ class VpxEncoder final : public VideoEncoder {
     // costs ~2x a usual frame at cpu-used -8, but only ~1.2x at 16, for ~0.1 dB over the clip
     // (docs/figures.md, "Fast cuts"): encode it at the fastest step, then go back. A keyframe
     // costs the same at every speed, so it is left alone.
-    const CutThumbnail thumb = CutThumbnail::Of(f);
+    const LumaThumb thumb = LumaThumb::Of(f);
     const bool cut = fast_cuts_ && have_thumb_ && !force_keyframe && step_ < max_speed_step() &&
                      thumb.MeanAbsDiff(thumb_) > kCutThumbnailDiff;
     thumb_ = thumb;
@@ -143,7 +143,7 @@ class VpxEncoder final : public VideoEncoder {
   bool adaptive_ = false;
   bool fast_cuts_ = true;
   bool have_thumb_ = false;
-  CutThumbnail thumb_;
+  LumaThumb thumb_;
   int64_t fast_cut_frames_ = 0;
   std::vector<int> ladder_;
   int want_ = 0;

@@ -169,14 +169,8 @@ void PrivacyStage::ApplyResults(const Frame& f, FrameReport& r) {
 }
 
 bool PrivacyStage::SceneCut(const Frame& f) {
-  std::array<uint8_t, kThumbW * kThumbH> t;
-  LumaThumbnail(f, t.data());
-  bool cut = false;
-  if (have_thumb_) {
-    int sum = 0;
-    for (size_t i = 0; i < t.size(); ++i) sum += std::abs(int(t[i]) - int(thumb_[i]));
-    cut = double(sum) / t.size() > cfg_.scene_cut_threshold;
-  }
+  const LumaThumb t = LumaThumb::Of(f);
+  const bool cut = have_thumb_ && t.MeanAbsDiff(thumb_) > cfg_.scene_cut_threshold;
   thumb_ = t;
   have_thumb_ = true;
   return cut;

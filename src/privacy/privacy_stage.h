@@ -158,7 +158,7 @@ class PrivacyStage {
   int last_w_ = 0, last_h_ = 0;  // the previous frame's size
   double detect_ms_ema_ = 0;
   bool have_thumb_ = false;
-  std::array<uint8_t, kThumbW * kThumbH> thumb_{};
+  LumaThumb thumb_;
 };
 
 }  // namespace veil

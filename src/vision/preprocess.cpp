@@ -79,19 +79,4 @@ void DownscaleToBgr(const Frame& f, cv::Size size, cv::Mat& bgr) {
   cv::cvtColor(i420, bgr, cv::COLOR_YUV2BGR_I420);
 }
 
-void LumaThumbnail(const Frame& f, uint8_t out[kThumbW * kThumbH]) {
-  for (int by = 0; by < kThumbH; ++by) {
-    for (int bx = 0; bx < kThumbW; ++bx) {
-      unsigned s = 0;
-      for (int sy = 0; sy < 4; ++sy) {
-        const int y = std::min(f.height - 1, (by * 4 + sy) * f.height / (kThumbH * 4) + f.height / (kThumbH * 8));
-        const uint8_t* row = f.y.row(y);
-        for (int sx = 0; sx < 4; ++sx)
-          s += row[std::min(f.width - 1, (bx * 4 + sx) * f.width / (kThumbW * 4) + f.width / (kThumbW * 8))];
-      }
-      out[by * kThumbW + bx] = static_cast<uint8_t>(s / 16);
-    }
-  }
-}
-
 }  // namespace veil

@@ -29,8 +29,4 @@ Box FromWindow(const Box& b, const cv::Rect& window, cv::Size copy);
 // buffers are reused across calls (no per-frame allocation after the first).
 void DownscaleToBgr(const Frame& f, cv::Size size, cv::Mat& bgr);
 
-// Tiny luma thumbnail (block means on a sparse grid), for scene-cut detection.
-constexpr int kThumbW = 32, kThumbH = 18;
-void LumaThumbnail(const Frame& f, uint8_t out[kThumbW * kThumbH]);
-
 }  // namespace veil

@@ -56,5 +56,24 @@ TEST(Frame, CopyCopiesPixelsAndTimestamps) {
   EXPECT_THROW(CopyFrame(*a, *c), std::invalid_argument);
 }
 
+// The scene-cut measure: each cell is its own region's mean, whatever the frame's size, so a
+// picture of flat 40x40 tiles reads back tile for tile, and a brightness step of 10 reads 10.
+TEST(LumaThumb, CellsAreTheirRegionsMeans) {
+  for (auto [w, h] : {std::pair{1280, 720}, std::pair{640, 360}}) {
+    FramePtr f = MakeFrame(w, h);
+    const int cw = w / LumaThumb::kW, ch = h / LumaThumb::kH;
+    auto tile = [](int bx, int by) { return uint8_t((bx * 7 + by * 13) % 200 + 20); };
+    for (int y = 0; y < h; ++y)
+      for (int x = 0; x < w; ++x) f->y.row(y)[x] = tile(x / cw, y / ch);
+    const LumaThumb t = LumaThumb::Of(*f);
+    for (int by = 0; by < LumaThumb::kH; ++by)
+      for (int bx = 0; bx < LumaThumb::kW; ++bx) ASSERT_EQ(t.v[size_t(by * LumaThumb::kW + bx)], tile(bx, by)) << w;
+    for (int y = 0; y < h; ++y)
+      for (int x = 0; x < w; ++x) f->y.row(y)[x] = uint8_t(f->y.row(y)[x] + 10);
+    EXPECT_DOUBLE_EQ(LumaThumb::Of(*f).MeanAbsDiff(t), 10.0);
+    EXPECT_DOUBLE_EQ(t.MeanAbsDiff(t), 0.0);
+  }
+}
+
 }  // namespace
 }  // namespace veil

@@ -175,10 +175,10 @@ TEST(LiveCodecs, Vp8EncodesANewPicturesFirstFrameAtTheFastestSpeed) {
   for (size_t i = 0; i < frames.size(); ++i) ASSERT_TRUE((*enc)->Encode(*frames[i], i == 0 || i == 11, packets).ok());
   EXPECT_EQ((*enc)->fast_cut_frames(), 0);
   // The thumbnail measure itself: a picture against itself 0, against its inverse far above the mark.
-  const CutThumbnail a = CutThumbnail::Of(*frames[0]), b = CutThumbnail::Of(*frames[11]);
+  const LumaThumb a = LumaThumb::Of(*frames[0]), b = LumaThumb::Of(*frames[11]);
   EXPECT_EQ(a.MeanAbsDiff(a), 0);
   EXPECT_GT(a.MeanAbsDiff(b), kCutThumbnailDiff);
-  EXPECT_LT(a.MeanAbsDiff(CutThumbnail::Of(*frames[1])), kCutThumbnailDiff);
+  EXPECT_LT(a.MeanAbsDiff(LumaThumb::Of(*frames[1])), kCutThumbnailDiff);
 }
 
 TEST(LiveCodecs, Vp8SpeedChangesBetweenTwoFrames) { SpeedChangeMidStream("vp8"); }
