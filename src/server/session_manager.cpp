@@ -122,6 +122,7 @@ Status SessionManager::Create(const CreateSpec& spec, const std::string& caller,
   c.speed.enabled = deps_.server.shed;
   c.shed_trim = deps_.server.shed_trim;
   c.speed.calm_ms = deps_.server.shed_calm_s * 1000;
+  c.speed.warmup_ms = deps_.server.shed_warmup_s * 1000;
   c.speed.high = deps_.server.shed_high;
   c.speed.low = deps_.server.shed_low;
   c.speed.calm_max_ms = std::max(c.speed.calm_max_ms, 8 * c.speed.calm_ms);

@@ -9,6 +9,7 @@ Status Validate(const SpeedControlConfig& c) {
   if (!(c.window_ms >= 100 && c.window_ms <= 60000)) return Status::Error("speed control window_ms must be in [100, 60000]");
   if (!(c.low > 0 && c.low < c.high && c.high <= 5)) return Status::Error("speed control needs 0 < low < high <= 5");
   if (!(c.stale_share >= 0 && c.stale_share < 1)) return Status::Error("speed control stale_share must be in [0, 1)");
+  if (!(c.warmup_ms >= 0 && c.warmup_ms <= 600000)) return Status::Error("speed control warmup_ms must be in [0, 600000]");
   if (!(c.calm_ms >= c.window_ms && c.calm_ms <= c.calm_max_ms && c.calm_max_ms <= 3600000))
     return Status::Error("speed control needs window_ms <= calm_ms <= calm_max_ms <= 3600000");
   return Status::Ok();
@@ -23,11 +24,13 @@ void SpeedControl::set_max_level(int m) {
 }
 
 void SpeedControl::OnFrame(double now_ms, double latency_ms) {
+  if (first_ms_ < 0) first_ms_ = now_ms;
   if (window_start_ < 0) window_start_ = now_ms;
   lat_.push_back(latency_ms);
 }
 
 void SpeedControl::OnStale(double now_ms) {
+  if (first_ms_ < 0) first_ms_ = now_ms;
   if (window_start_ < 0) window_start_ = now_ms;
   ++stale_;
 }
@@ -38,6 +41,13 @@ int SpeedControl::Level(double now_ms) {
 }
 
 void SpeedControl::Judge(double now_ms) {
+  if (now_ms - first_ms_ < cfg_.warmup_ms) {  // the session's start: neither over nor calm
+    ++warmup_windows_;
+    lat_.clear();
+    stale_ = 0;
+    window_start_ = now_ms;
+    return;
+  }
   const size_t n = lat_.size();
   const double total = double(n) + stale_;
   double p90 = 0;

@@ -26,6 +26,11 @@ struct SpeedControlConfig {
   double low = 0.4;           // headroom: p90 under low x budget and nothing stale
   double calm_ms = 5000;      // headroom this long before one level back
   double calm_max_ms = 40000; // a level taken back that overused again within calm_max_ms doubles calm (up to this)
+  // Windows that end within this long of the session's first frame are not judged: a session's
+  // first frames (the first keyframe, the first detection, the jitter buffer's first burst) are
+  // late by themselves, and a level taken for them stayed for 10 s and more at one session.
+  // libwebrtc's overuse detector skips its first checks the same way (min_process_count).
+  double warmup_ms = 3000;
 };
 
 Status Validate(const SpeedControlConfig& c);
@@ -45,6 +50,7 @@ class SpeedControl {
   bool overloaded() const { return overloaded_; }
   double current_calm_ms() const { return calm_need_ms_; }
   uint64_t steps_up() const { return ups_; }
+  uint64_t warmup_windows() const { return warmup_windows_; }  // windows left unjudged
   uint64_t steps_down() const { return downs_; }
 
  private:
@@ -56,12 +62,13 @@ class SpeedControl {
   int level_ = 0;
   bool overloaded_ = false;
   double window_start_ = -1;
+  double first_ms_ = -1;       // the first frame (or stale drop) seen
   std::vector<double> lat_;
   int stale_ = 0;
   double calm_since_ = -1;     // start of the current run of calm windows
   double calm_need_ms_;
   double last_down_ms_ = -1e18;
-  uint64_t ups_ = 0, downs_ = 0;
+  uint64_t ups_ = 0, downs_ = 0, warmup_windows_ = 0;
 };
 
 }  // namespace veil

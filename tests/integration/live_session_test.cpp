@@ -538,6 +538,7 @@ TEST(LiveSession, ShedsEncoderSpeedThenCadenceUnderAnInjectedCpuHogAndTakesThemB
   cfg.speed.high = 1.5;
   cfg.speed.low = 1.0;
   cfg.speed.stale_share = 0.1;
+  cfg.speed.warmup_ms = 900;  // the start-up grace ends before the hog (the first judged window ends 1 s in)
   {  // server.shed_trim = false: no window level, the same frames
     LiveSessionConfig no_trim = cfg;
     no_trim.shed_trim = false;

@@ -354,8 +354,11 @@ TEST(Server, AdmissionByLatencyRefusesWhileASessionIsPastTheMark) {
 // session forwards (bypass), so that one anonymized session is all the node encodes.
 TEST(Server, ShedsEncoderSpeedThenCadenceThenViewersThenTheNewestSession) {
   ASSERT_GT(Source().frames, 100);  // loaded before the clock starts
+  // A start-up grace (server.shed_warmup_s) that covers the session's first 1-s window, late by
+  // itself (it shed a level before the hog without one), and ends before the hog, 1.5 s in.
   ServerProcess server({"--set", "inference.fault_injection=true", "--set", "server.shed_calm_s=1", "--set",
-                        "server.shed_high=1.5", "--set", "server.shed_low=1", "--max-sessions", "4"});
+                        "server.shed_high=1.5", "--set", "server.shed_low=1", "--set", "server.shed_warmup_s=1.2",
+                        "--max-sessions", "4"});
   ASSERT_TRUE(server.ok()) << server.log();
   auto log = std::make_shared<SentLog>();
   const json old_s = CreateSession(server, {{"id", "old"}});

@@ -10,6 +10,13 @@ namespace {
 
 constexpr double kBudget = 33.0;
 
+// The level rules from the first window: no start-up grace (its own test below).
+SpeedControlConfig NoWarmup() {
+  SpeedControlConfig c;
+  c.warmup_ms = 0;
+  return c;
+}
+
 // One second of 30 frames, each leaving after `latency` ms, `stale` of them dropped instead;
 // the window is judged at its end.
 double Second(SpeedControl& c, double t, double latency, int stale = 0) {
@@ -26,7 +33,7 @@ double Second(SpeedControl& c, double t, double latency, int stale = 0) {
 }
 
 TEST(SpeedControl, ShedsOneLevelPerOverusedWindowUpToItsLast) {
-  SpeedControl c({}, kBudget, 3);
+  SpeedControl c(NoWarmup(), kBudget, 3);
   double t = 0;
   t = Second(c, t, 10);  // comfortable
   EXPECT_EQ(c.level(), 0);
@@ -44,7 +51,7 @@ TEST(SpeedControl, ShedsOneLevelPerOverusedWindowUpToItsLast) {
 }
 
 TEST(SpeedControl, StaleDropsAloneAreOveruse) {
-  SpeedControl c({}, kBudget, 4);
+  SpeedControl c(NoWarmup(), kBudget, 4);
   double t = Second(c, 0, 12, /*stale=*/3);  // fast frames, but 10% dropped: the worker is starved
   EXPECT_EQ(c.level(), 1);
   t = Second(c, t, 12, /*stale=*/1);  // one in 30 is within the 5% share
@@ -52,7 +59,7 @@ TEST(SpeedControl, StaleDropsAloneAreOveruse) {
 }
 
 TEST(SpeedControl, GivesALevelBackOnlyAfterACalmStretch) {
-  SpeedControlConfig cfg;
+  SpeedControlConfig cfg = NoWarmup();
   cfg.calm_ms = 5000;
   SpeedControl c(cfg, kBudget, 4);
   double t = Second(c, 0, 30);
@@ -73,7 +80,7 @@ TEST(SpeedControl, GivesALevelBackOnlyAfterACalmStretch) {
 }
 
 TEST(SpeedControl, ALevelGivenBackThatOverloadsAgainWaitsTwiceAsLong) {
-  SpeedControlConfig cfg;
+  SpeedControlConfig cfg = NoWarmup();
   cfg.calm_ms = 3000;
   cfg.calm_max_ms = 24000;
   SpeedControl c(cfg, kBudget, 4);
@@ -90,6 +97,31 @@ TEST(SpeedControl, ALevelGivenBackThatOverloadsAgainWaitsTwiceAsLong) {
   EXPECT_EQ(c.level(), 0);
 }
 
+// A session's first frames are late by themselves (its first keyframe and detection, the jitter
+// buffer's first burst): the windows of its first warmup_ms are not judged, either way, and the
+// ones after are, from the first frame's time on, not the control's construction.
+TEST(SpeedControl, TheFirstSecondsAreNotJudged) {
+  SpeedControlConfig cfg;
+  EXPECT_DOUBLE_EQ(cfg.warmup_ms, 3000);  // the default
+  SpeedControl c(cfg, kBudget, 4);
+  double t = 10000;  // the first frame comes 10 s after the control was made
+  t = Second(c, t, 60, 10);  // late and stale: a start-up burst
+  t = Second(c, t, 60);
+  EXPECT_EQ(c.level(), 0);
+  EXPECT_EQ(c.warmup_windows(), 2u);
+  t = Second(c, t, 8);  // the 3rd window ends at 3.0 s: judged (calm, nothing to give back)
+  EXPECT_EQ(c.level(), 0);
+  EXPECT_EQ(c.warmup_windows(), 2u);
+  t = Second(c, t, 30);  // overuse after the warm-up sheds as usual
+  EXPECT_EQ(c.level(), 1);
+  EXPECT_FALSE(c.overloaded());
+  // With the grace off, the same start-up burst sheds at once.
+  SpeedControl d(NoWarmup(), kBudget, 4);
+  Second(d, 10000, 60, 10);
+  EXPECT_EQ(d.level(), 1);
+  EXPECT_EQ(d.warmup_windows(), 0u);
+}
+
 TEST(SpeedControl, DisabledStaysAtTheConfiguredLevel) {
   SpeedControlConfig cfg;
   cfg.enabled = false;
@@ -100,7 +132,7 @@ TEST(SpeedControl, DisabledStaysAtTheConfiguredLevel) {
 }
 
 TEST(SpeedControl, ANewEncoderWithFewerStepsClampsTheLevel) {
-  SpeedControl c({}, kBudget, 4);
+  SpeedControl c(NoWarmup(), kBudget, 4);
   double t = 0;
   for (int i = 0; i < 4; ++i) t = Second(c, t, 30);
   ASSERT_EQ(c.level(), 4);
@@ -118,6 +150,9 @@ TEST(SpeedControl, RejectsAbsurdSettings) {
   EXPECT_FALSE(Validate(c).ok());
   c = {};
   c.calm_ms = 100000;  // above calm_max_ms
+  EXPECT_FALSE(Validate(c).ok());
+  c = {};
+  c.warmup_ms = -1;
   EXPECT_FALSE(Validate(c).ok());
 }
 
