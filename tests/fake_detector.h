@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <mutex>
 #include <stdexcept>
 #include <thread>
@@ -29,6 +30,7 @@ class FakeDetector : public Detector {
       cv.notify_all();
       cv.wait(lk, [&] { return open; });
     }
+    if (on_detect) on_detect();
     if (sleep_ms) std::this_thread::sleep_for(std::chrono::milliseconds(sleep_ms));
     if (fail) return Status::Error("injected failure");
     if (throws) throw std::runtime_error("injected exception");  // as cv::dnn does on a bad input
@@ -75,6 +77,7 @@ class FakeDetector : public Detector {
   }
 
   Detections boxes;  // set before use
+  std::function<void()> on_detect;  // set before use: runs on the inference thread in each Detect()
   std::atomic<bool> fail{false};
   std::atomic<bool> throws{false};  // Detect() throws (as cv::dnn does on a bad input)
   std::atomic<int> sleep_ms{0};

@@ -265,6 +265,7 @@ const std::vector<KeySpec>& ConfigKeys() {
       Key("server.http_request_timeout_ms", "http-request-timeout-ms", "a request's head, its body, and its answer must each go through within this, ms", F(server.http_request_timeout_ms)),
       Key("server.http_idle_timeout_ms", "http-idle-timeout-ms", "a kept-alive connection with no new request this long is closed, ms", F(server.http_idle_timeout_ms)),
       Key("inference.max_batch", "max-batch", "frames per forward pass, across sessions", F(inference.max_batch)),
+      Key("inference.nice", "infer-nice", "the inference threads' nice value, 0..19: above 0 the frames' threads go first when the cores are short (a detection may come back up to the privacy bound late, a frame's encode may not)", F(inference.nice)),
       Key("inference.max_wait_us", "max-wait-us", "how long a partial batch waits for more frames, us", F(inference.max_wait_us)),
       Key("inference.threads", "infer-threads", "inference threads (one detector each)", F(inference.threads)),
       Key("inference.max_queue", "infer-queue", "pending detection requests across sessions", F(inference.max_queue)),

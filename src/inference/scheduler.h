@@ -53,6 +53,10 @@ struct SchedulerConfig {
   int max_wait_us = 0;    // how long a partial batch may wait for more frames
   int threads = 1;        // inference threads (one detector each)
   size_t max_queue = 64;  // pending requests across sessions; the oldest is dropped beyond it
+  // The inference threads' nice value (Linux: per thread), 0..19. A detection has slack (a result
+  // may come back up to the privacy bound late) and a frame's encode has not: above 0, the
+  // frames' threads go first when the cores are short.
+  int nice = 0;
 };
 Status Validate(const SchedulerConfig& c);
 

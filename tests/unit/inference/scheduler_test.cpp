@@ -1,5 +1,9 @@
 #include "inference/scheduler.h"
 
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -173,12 +177,37 @@ TEST(Scheduler, AThrowingDetectorFailsItsBatchAndTheThreadGoesOn) {
   EXPECT_EQ(Submit(*h.s, 1, 1, 1).get().outcome, DetectOutcome::kOk);
 }
 
+// inference.nice: the detection runs on a thread at that nice value, and only that thread: the
+// caller's (a session's frames) keeps its own. 19 is above any nice a test may inherit.
+TEST(Scheduler, InferenceThreadsRunAtTheirNiceValue) {
+  const int own = getpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)));
+  ASSERT_LT(own, 19);
+  SchedulerConfig c;
+  c.nice = 19;
+  Harness h(c);
+  std::atomic<int> seen{-100};
+  h.det->on_detect = [&] { seen = getpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid))); };
+  EXPECT_EQ(Submit(*h.s, 1, 0, 1).get().outcome, DetectOutcome::kOk);
+  EXPECT_EQ(seen.load(), 19);
+  EXPECT_EQ(getpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid))), own);
+  SchedulerConfig d;  // the default leaves the threads as they start
+  Harness k(d);
+  k.det->on_detect = [&] { seen = getpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid))); };
+  EXPECT_EQ(Submit(*k.s, 1, 0, 1).get().outcome, DetectOutcome::kOk);
+  EXPECT_EQ(seen.load(), own);
+}
+
 TEST(Scheduler, RejectsAbsurdConfig) {
   SchedulerConfig c;
   c.max_batch = 0;
   EXPECT_FALSE(Validate(c).ok());
   c = {};
   c.threads = 1000;
+  EXPECT_FALSE(Validate(c).ok());
+  c = {};
+  c.nice = 20;
+  EXPECT_FALSE(Validate(c).ok());
+  c.nice = -1;  // a higher priority than the frames' is not what the key is for (and needs privilege)
   EXPECT_FALSE(Validate(c).ok());
   auto r = InferenceScheduler::Create({}, []() -> Result<std::unique_ptr<Detector>> { return Status::Error("no model"); },
                                       nullptr, "x");
