@@ -1,6 +1,7 @@
 #include "privacy/privacy_stage.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -103,16 +104,29 @@ bool PrivacyStage::DetectNow(const Frame& f, FrameReport& r) {
   return false;
 }
 
+cv::Mat* PrivacyStage::RequestBuffer() {
+  for (cv::Mat& m : request_bufs_) {
+    // Only this stage holds it: whoever held it last (a scheduler thread) dropped its reference
+    // with OpenCV's acquire-release decrement, so its reads of the pixels are over.
+    if (m.empty() || std::atomic_ref<int>(m.u->refcount).load(std::memory_order_acquire) == 1) return &m;
+  }
+  ++request_buffer_misses_;
+  return nullptr;
+}
+
 void PrivacyStage::Submit(const Frame& f, FrameReport& r) {
   const double t0 = NowMs();
   DetectRequest q;
   q.session = session_;
   q.frame_index = f.index;
   const cv::Size small = FitSize(f.width, f.height, cfg_.detect_box);
-  DownscaleToBgr(f, small, q.image);  // a fresh Mat: owned by the request
+  cv::Mat fresh;  // every kept copy still held: a new one, owned by the request alone
+  cv::Mat* pooled = RequestBuffer();
+  cv::Mat& copy = pooled ? *pooled : fresh;
+  DownscaleToBgr(f, small, copy);
   // The window goes with the request: trimming can be switched (load shedding) before it is back.
   const cv::Rect window = DetectWindow(small, trimming());
-  q.image = q.image(window);  // a view that keeps the copy alive
+  q.image = copy(window);  // a view: the request holds the copy until it is done with it
   q.score_threshold = cfg_.tracker.low_score;
   // A result that starts later than this could only arrive too old to use.
   q.deadline_ms = NowMs() + cfg_.max_result_age_ms / 2;

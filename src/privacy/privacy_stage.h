@@ -123,6 +123,8 @@ class PrivacyStage {
   bool SceneCut(const Frame& f);
   bool DetectNow(const Frame& f, FrameReport& r);  // sync: true on failure
   void Submit(const Frame& f, FrameReport& r);     // async
+  // Async: a kept detection copy no request holds any more, or null when every one is held.
+  cv::Mat* RequestBuffer();
   void ApplyResults(const Frame& f, FrameReport& r);
   // `window`: the part of the detection copy the detector was shown (DetectWindow).
   void UpdateTracker(const Detections& small_dets, const Frame& f, int64_t detected_frame, const cv::Rect& window);
@@ -150,6 +152,13 @@ class PrivacyStage {
   Tracker tracker_;
   PrivacyCounters counters_;
   cv::Mat small_;
+  // Async: the detection copies handed to the scheduler, reused once it lets them go. A fresh
+  // 640x360 BGR copy per request page-faulted its ~170 pages on every detection (2% of a live
+  // session's CPU on this VM, docs/figures.md). A session has one request waiting and one in
+  // flight at most, so three are enough.
+  static constexpr int kRequestBuffers = 3;
+  std::array<cv::Mat, kRequestBuffers> request_bufs_;
+  int64_t request_buffer_misses_ = 0;  // tests: every buffer was still held
   int64_t last_result_frame_ = -1;  // frame index of the last successful detection
   int64_t frames_since_detect_ = int64_t(1) << 40;  // "long ago": the first frame is due
   int every_ = 1;

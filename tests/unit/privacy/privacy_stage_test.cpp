@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cmath>
 #include <chrono>
+#include <set>
 #include <thread>
 
 #include "core/clock.h"
@@ -505,6 +506,49 @@ TEST(PrivacyStageAsync, AResultIsMappedThroughTheWindowItsRequestShowed) {
     EXPECT_NEAR((r.x0 + r.x1) / 2.0, x + 10 * 320.f / 290, 1.0) << trimmed_at_submit;
     EXPECT_NEAR((r.y0 + r.y1) / 2.0, y + 10 * 180.f / 164, 1.0) << trimmed_at_submit;
   }
+}
+
+// The detection copies handed to the scheduler are kept and reused once no request holds them
+// (a fresh one per request page-faulted on every detection): a copy still held is never written
+// again, a fourth request while three are held gets a fresh one, and a released copy comes back.
+TEST(PrivacyStageAsync, DetectionCopiesAreReusedOnlyOnceNoRequestHoldsThem) {
+  HeldSink sink;
+  const PrivacyConfig c = Cfg(1);  // a detection every frame
+  PrivacyStage s(c, &sink, 1);
+  std::vector<cv::Mat> expected;  // each request's copy as made from its own frame, kept apart
+  auto process = [&](int i) {
+    auto f = Textured(320, 180, i);
+    for (int y = 0; y < f->y.height; ++y)
+      for (int x = 0; x < f->y.width; ++x) f->y.row(y)[x] = uint8_t(f->y.row(y)[x] + 40 * i);
+    cv::Mat want;
+    DownscaleToBgr(*f, FitSize(320, 180, c.detect_box), want);
+    expected.push_back(want.clone());
+    s.Process(*f);
+  };
+  auto same = [](const cv::Mat& a, const cv::Mat& b) { return a.size() == b.size() && cv::norm(a, b, cv::NORM_INF) == 0; };
+  for (int i = 0; i < 4; ++i) process(i);
+  ASSERT_EQ(sink.held.size(), 4u);
+  std::set<const uchar*> buffers;
+  for (const auto& r : sink.held) buffers.insert(r.image.datastart);
+  EXPECT_EQ(buffers.size(), 4u) << "three kept copies and a fresh one, none shared";
+  for (size_t i = 0; i < 4; ++i) EXPECT_TRUE(same(sink.held[i].image, expected[i])) << "request " << i;
+  // The scheduler lets go of request 1: its copy is the next request's; the others stay as they were.
+  const uchar* released = sink.held[1].image.datastart;
+  sink.held[1] = DetectRequest{};
+  process(4);
+  ASSERT_EQ(sink.held.size(), 5u);
+  EXPECT_EQ(sink.held[4].image.datastart, released);
+  for (size_t i : {0u, 2u, 3u, 4u}) EXPECT_TRUE(same(sink.held[i].image, expected[i])) << "request " << i;
+  // Held by nobody but the stage once every request is done: the kept three go round.
+  sink.held.clear();
+  std::set<const uchar*> later;
+  for (int i = 5; i < 11; ++i) {
+    process(i);
+    later.insert(sink.held.back().image.datastart);
+    EXPECT_TRUE(same(sink.held.back().image, expected.back())) << "request " << i;
+    sink.held.clear();
+  }
+  EXPECT_EQ(later.size(), 1u) << "one free copy is enough when each request is done before the next";
 }
 
 // The trimmed window is a shedding step only where it changes what the detector is shown.
