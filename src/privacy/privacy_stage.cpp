@@ -110,7 +110,6 @@ cv::Mat* PrivacyStage::RequestBuffer() {
     // with OpenCV's acquire-release decrement, so its reads of the pixels are over.
     if (m.empty() || std::atomic_ref<int>(m.u->refcount).load(std::memory_order_acquire) == 1) return &m;
   }
-  ++request_buffer_misses_;
   return nullptr;
 }
 

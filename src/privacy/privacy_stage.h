@@ -158,7 +158,6 @@ class PrivacyStage {
   // flight at most, so three are enough.
   static constexpr int kRequestBuffers = 3;
   std::array<cv::Mat, kRequestBuffers> request_bufs_;
-  int64_t request_buffer_misses_ = 0;  // tests: every buffer was still held
   int64_t last_result_frame_ = -1;  // frame index of the last successful detection
   int64_t frames_since_detect_ = int64_t(1) << 40;  // "long ago": the first frame is due
   int every_ = 1;
