@@ -75,8 +75,12 @@ struct ServerSettings {
   bool frame_executor = true;
   int frame_threads = 0;
   // Sessions' periodic keyframes (every encoder.keyint frames) spread over the period
-  // (server/keyframe_phases.h); false: each encoder's own cadence.
+  // (server/period_phases.h); false: each encoder's own cadence.
   bool stagger_keyframes = true;
+  // Sessions' detections (every privacy.detect_every frames) spread over the detection period
+  // (server/period_phases.h); false: wherever each session's first frame put them. Off: it
+  // measured no gain (docs/capacity.md "Detections spread over the period").
+  bool stagger_detections = false;
   double http_request_timeout_ms = 10000, http_idle_timeout_ms = 30000;
   SchedulerConfig scheduler;     // [inference]: the in-process target's queue, and each remote target's
   bool fault_injection = false;  // enables PUT /v1/debug/inference (tests)

@@ -260,6 +260,7 @@ const std::vector<KeySpec>& ConfigKeys() {
       Key("server.http_max_connections", "http-max-connections", "control API connections open at once; more are closed on arrival", F(server.http_max_connections)),
       Key("server.http_threads", "http-threads", "control API handler threads (/healthz is answered apart from them)", F(server.http_threads)),
       Key("server.frame_executor", "frame-executor", "sessions' frames (privacy stage and encode) run on one pool of threads, earliest deadline first; false: a worker thread per session", F(server.frame_executor)),
+      Key("server.stagger_detections", "stagger-detections", "sessions' detections (every privacy.detect_every frames) are spread over the detection period, so the inference thread takes them one at a time instead of in a burst; false: wherever each session's first frame put them", F(server.stagger_detections)),
       Key("server.stagger_keyframes", "stagger-keyframes", "sessions' periodic keyframes (every encoder.keyint frames) are spread over the period, not on the same frame; false: each encoder's own cadence", F(server.stagger_keyframes)),
       Key("server.frame_threads", "frame-threads", "the frame executor's threads; 0: the usable cores (cgroup quota or affinity, rounded up)", F(server.frame_threads)),
       Key("server.http_request_timeout_ms", "http-request-timeout-ms", "a request's head, its body, and its answer must each go through within this, ms", F(server.http_request_timeout_ms)),

@@ -227,7 +227,9 @@ FrameReport PrivacyStage::Process(Frame& f) {
     }
   }
   if (sched_) ApplyResults(f, r);
-  const bool due = frames_since_detect_ >= every_ + extra_every_ || r.scene_cut;  // the first frame is always due
+  const int cadence = every_ + extra_every_;
+  const bool slot = slot_offset_ >= 0 && (f.index + slot_offset_) % cadence == 0;
+  const bool due = frames_since_detect_ >= cadence || r.scene_cut || slot;  // the first frame is always due
   bool failed = false;
   if (due) {
     frames_since_detect_ = 0;

@@ -116,6 +116,12 @@ class PrivacyStage {
   // (vision/preprocess.h DetectWindow) even though detect_trim is off. trim_steps(): 1 when that
   // changes what a frame of this size shows the detector, 0 when it does not (or trims already).
   void set_shed_trim(bool on) { shed_trim_ = on; }
+  // Live: the frames whose index plus `offset` is a multiple of the cadence (current_every())
+  // are this session's detection slots (server/period_phases.h): a detection runs on each, as
+  // well as at a scene cut and whenever the cadence's count runs out since the last one (so a
+  // cut costs at most one extra detection, and the next slot brings the cadence back in line).
+  // Negative: no slots, the count alone.
+  void set_detect_slot(int64_t offset) { slot_offset_ = offset; }
   int trim_steps(int width, int height) const;
   bool trimming() const { return cfg_.detect_trim || shed_trim_; }
 
@@ -163,6 +169,7 @@ class PrivacyStage {
   int every_ = 1;
   int extra_every_ = 0;
   bool shed_trim_ = false;
+  int64_t slot_offset_ = -1;
   int last_w_ = 0, last_h_ = 0;  // the previous frame's size
   double detect_ms_ema_ = 0;
   bool have_thumb_ = false;

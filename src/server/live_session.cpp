@@ -1,9 +1,10 @@
 #include "server/live_session.h"
 
+#include <cmath>
 #include <exception>
 
 #include "core/clock.h"
-#include "server/keyframe_phases.h"
+#include "server/period_phases.h"
 
 namespace veil {
 
@@ -234,6 +235,15 @@ bool MayHoldPrevious(const FrameReport& rep, const Frame* previous, Mode previou
          previous->width == f.width && previous->height == f.height && held_in_a_row < max_hold;
 }
 
+int64_t DetectSlot(int64_t index, double arrived_ms, int cadence, double fps, double phase, double epoch_ms) {
+  if (cadence <= 1 || !(fps > 0)) return 0;
+  const double frame_ms = 1000.0 / fps;
+  const double period_ms = cadence * frame_ms;
+  const double at = PeriodPhases::NextAt(arrived_ms, epoch_ms, phase * period_ms, period_ms);
+  const int64_t ahead = std::llround((at - arrived_ms) / frame_ms) % cadence;  // frames until the slot
+  return ((-(index + ahead)) % cadence + cadence) % cadence;
+}
+
 void LiveSession::ProcessOne(Decoded& item) {
   const double start = NowMs();
   m_queue_->Observe(start - item.decoded_ms);
@@ -249,6 +259,12 @@ void LiveSession::ProcessOne(Decoded& item) {
   Shed(start);
   Frame& f = *item.frame;
   f.index = int64_t(frames_in_.load());  // arrival order drives cadence and result age
+  if (cfg_.detect_phase >= 0 && privacy_->current_every() != slot_cadence_) {
+    // The first frame, or the cadence changed (shedding, auto cadence): place the slot again.
+    slot_cadence_ = privacy_->current_every();
+    privacy_->set_detect_slot(DetectSlot(f.index, item.decoded_ms, slot_cadence_, cfg_.privacy.fps,
+                                         cfg_.detect_phase, cfg_.detect_epoch_ms));
+  }
   const Mode mode = mode_.load();
   privacy_->set_mode(mode);
   const FrameReport rep = privacy_->Process(f);
@@ -313,7 +329,7 @@ void LiveSession::ProcessOne(Decoded& item) {
     // This session's periodic keyframe, at its phase; unless one went out less than half a
     // period ago (its first frame, a viewer's join), which counts for it.
     key = key || item.decoded_ms - last_keyframe_ms_ >= cfg_.keyframe_period_ms / 2;
-    next_keyframe_ms_ = KeyframePhases::NextAt(item.decoded_ms + 1e-3, cfg_.first_keyframe_ms, 0,
+    next_keyframe_ms_ = PeriodPhases::NextAt(item.decoded_ms + 1e-3, cfg_.first_keyframe_ms, 0,
                                                cfg_.keyframe_period_ms);
   }
   if (Status s = encoder_->Encode(f, key, packets); !s) {

@@ -65,12 +65,22 @@ struct LiveSessionConfig {
   bool shed_trim = true;         // false: no trimmed-window level
   size_t history_points = 300;   // the figures' history: points kept ...
   double history_interval_ms = 1000;  // ... one per interval
-  // Periodic keyframes placed by the session (server/keyframe_phases.h): one every
+  // Periodic keyframes placed by the session (server/period_phases.h): one every
   // keyframe_period_ms of frame arrival time, the first at first_keyframe_ms (NowMs() clock);
   // a keyframe forced for another reason (a viewer joined, a mode switch) less than half a
   // period before takes its place. 0: the encoder's own cadence (encoder.keyint_frames).
   double keyframe_period_ms = 0, first_keyframe_ms = 0;
+  // Detections placed by the session (server/period_phases.h): on the frames that arrive nearest
+  // `detect_phase` (a fraction, [0, 1)) into each detection period (the privacy stage's cadence
+  // in frames), counted from detect_epoch_ms (NowMs() clock). Negative: wherever the session's
+  // first frame puts them.
+  double detect_phase = -1, detect_epoch_ms = 0;
 };
+
+// The detection slot (PrivacyStage::set_detect_slot) that puts a session's detections `phase`
+// (a fraction) into each period of `cadence` frames at `fps`, counted from `epoch_ms`, for a
+// session whose frame `index` arrived at `arrived_ms`.
+int64_t DetectSlot(int64_t index, double arrived_ms, int cadence, double fps, double phase, double epoch_ms);
 
 // Whether a frame may leave as the session's previous output instead of a whole-frame mosaic
 // (privacy.cut_hold_frames): it fails closed only because its new shot's detection is on its
@@ -239,6 +249,7 @@ class LiveSession {
   std::atomic<bool> bridge_wanted_{false};    // a viewer joined: bridge to the publisher's next keyframe
   uint64_t encoded_after_forward_ = 0;        // worker thread: forwarded_ at its last encode
   double next_keyframe_ms_ = 0;               // worker thread: the next periodic keyframe (arrival time)
+  int slot_cadence_ = 0;                      // worker thread: the cadence the detection slot was set for
   double last_keyframe_ms_ = -1e300;          // worker thread: arrival time of the last keyframe out
   std::atomic<uint64_t> ingest_seq_{0};       // receiving thread: every input frame, decoded or not
   std::atomic<bool> forwarding_now_{false};

@@ -71,7 +71,8 @@ Result<std::unique_ptr<SessionManager>> SessionManager::Start(const ServerDeps& 
   metrics->GetGauge("veil_frame_executor_threads", "Threads of the frame executor that runs every session's frames (0: a thread per session)")
       .Set(m->executor_ ? m->executor_->stats().threads : 0);
   if (d.server.stagger_keyframes && d.encoder.keyint_frames > 0 && d.privacy.fps > 0)
-    m->keyframes_ = std::make_unique<KeyframePhases>(d.encoder.keyint_frames * 1000.0 / d.privacy.fps);
+    m->keyframes_ = std::make_unique<PeriodPhases>(d.encoder.keyint_frames * 1000.0 / d.privacy.fps);
+  if (d.server.stagger_detections) m->detections_ = std::make_unique<PeriodPhases>(1.0);
   m->keyframe_epoch_ms_ = NowMs();
   const double t0 = NowMs();
   WarmUpWebRtc();
@@ -165,9 +166,15 @@ Status SessionManager::Create(const CreateSpec& spec, const std::string& caller,
     // Its periodic keyframes fall in the widest gap between the running sessions' (the encoder's
     // own cadence only as a backstop, at 3 periods).
     c.keyframe_period_ms = keyframes_->period_ms();
-    c.first_keyframe_ms = KeyframePhases::NextAt(NowMs(), keyframe_epoch_ms_, keyframes_->Take(sched_id),
+    c.first_keyframe_ms = PeriodPhases::NextAt(NowMs(), keyframe_epoch_ms_, keyframes_->Take(sched_id),
                                                  c.keyframe_period_ms);
     c.encoder.keyint_frames = 3 * deps_.encoder.keyint_frames;
+  }
+  if (detections_) {
+    // Its detections fall in the widest gap between the running sessions' (the period is the
+    // cadence's, whatever it is when the session's frames come).
+    c.detect_phase = detections_->Take(sched_id);
+    c.detect_epoch_ms = keyframe_epoch_ms_;
   }
   // Assigned now (stable); with no healthy target the session still starts, fail-closed until one is up.
   const std::string target = router_->Attach(sched_id, id);
@@ -182,6 +189,7 @@ Status SessionManager::Create(const CreateSpec& spec, const std::string& caller,
     sessions_.erase(id);
     router_->Detach(sched_id);
     if (keyframes_) keyframes_->Release(sched_id);
+    if (detections_) detections_->Release(sched_id);
     if (!s) return Status::Error(StatusCode::kInternal, "cannot start session: " + s.error());
     lk.Unlock();
     s->reset();
@@ -254,6 +262,7 @@ std::shared_ptr<LiveSession> SessionManager::Take(const std::string& id, const s
     s = std::move(it->second.session);
     router_->Detach(it->second.sched_id);
     if (keyframes_) keyframes_->Release(it->second.sched_id);
+    if (detections_) detections_->Release(it->second.sched_id);
     sessions_.erase(it);
     MutexLock el(ending_mu_);
     ending_.insert(id);  // until the session is destroyed (its deleter)

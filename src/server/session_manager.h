@@ -27,7 +27,7 @@
 #include "inference/ai_router.h"
 #include "server/capacity.h"
 #include "server/event_log.h"
-#include "server/keyframe_phases.h"
+#include "server/period_phases.h"
 #include "server/live_session.h"
 
 namespace veil {
@@ -206,7 +206,8 @@ class SessionManager {
   std::unique_ptr<AiRouter> router_;
   std::unique_ptr<CapacityModel> capacity_;
   std::shared_ptr<FrameExecutor> executor_;  // null: a worker thread per session (server.frame_executor false)
-  std::unique_ptr<KeyframePhases> keyframes_;  // null: server.stagger_keyframes false
+  std::unique_ptr<PeriodPhases> keyframes_;  // null: server.stagger_keyframes false
+  std::unique_ptr<PeriodPhases> detections_;  // phases as fractions of a period; null: server.stagger_detections false
   double keyframe_epoch_ms_ = 0;               // the phases count from here
   mutable Mutex mu_;
   std::map<std::string, Entry> sessions_ GUARDED_BY(mu_);

@@ -701,7 +701,7 @@ TEST(Server, GarbageRtpHurtsNoSession) {
 
 // Two sessions started together (one load script, a fleet reconnecting) put their periodic
 // keyframes on frames apart: a VP8 keyframe costs ~1.7x an inter frame, and on the same frame
-// they are the node's p99 (server/keyframe_phases.h). Judged by when keyframes reach viewers.
+// they are the node's p99 (server/period_phases.h). Judged by when keyframes reach viewers.
 TEST(Server, SessionsStartedTogetherSpreadTheirKeyframes) {
   const bool stagger = std::getenv("VEIL_TEST_NO_STAGGER") == nullptr;  // set: the control run
   // keyint 30 at 30 fps: a 1-s period. full_blur: encoded, no detection.

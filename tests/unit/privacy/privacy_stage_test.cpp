@@ -134,6 +134,31 @@ TEST(PrivacyStage, DetectsOnCadenceAndTracksBetween) {
   EXPECT_EQ(detected, 3);
 }
 
+// A session's detection slot (server/period_phases.h): detections land on the frames whose index
+// plus the offset is a multiple of the cadence, from the first slot on; a scene cut off the slot
+// detects at once and the next slot brings the cadence back in line.
+TEST(PrivacyStage, DetectionsFollowTheSessionsSlot) {
+  FakeDetector d;
+  auto c = Cfg(3);
+  c.max_result_age_ms = 1000;
+  c.scene_cut = true;
+  PrivacyStage s(c, &d);
+  s.set_detect_slot(1);  // slots: frames 2, 5, 8, ...
+  std::vector<int64_t> detected;
+  for (int i = 0; i < 16; ++i) {
+    auto f = i == 9 ? Flat(320, 180, i) : Textured(320, 180, i);  // a cut at 9, off the slot (8, 11)
+    if (i == 10) f = Textured(320, 180, i);                        // ... and another back
+    if (s.Process(*f).detected) detected.push_back(i);
+  }
+  // 0: the first frame; 2, 5, 8: slots; 9 and 10: the cuts; 11, 14: slots.
+  EXPECT_EQ(detected, (std::vector<int64_t>{0, 2, 5, 8, 9, 10, 11, 14}));
+  s.set_detect_slot(-1);  // no slot: the count alone, from the last detection (14)
+  detected.clear();
+  for (int i = 16; i < 22; ++i)
+    if (auto f = Textured(320, 180, i); s.Process(*f).detected) detected.push_back(i);
+  EXPECT_EQ(detected, (std::vector<int64_t>{17, 20}));
+}
+
 TEST(PrivacyStage, FailedDetectionFailsClosedAndRetriesNextFrame) {
   FakeDetector d;
   d.boxes = {{{40, 20, 20, 20}, 0.9f}};

@@ -1,4 +1,4 @@
-#include "server/keyframe_phases.h"
+#include "server/period_phases.h"
 
 #include <algorithm>
 #include <cmath>
@@ -6,7 +6,7 @@
 
 namespace veil {
 
-double KeyframePhases::Take(uint64_t id) {
+double PeriodPhases::Take(uint64_t id) {
   MutexLock lk(mu_);
   if (auto it = taken_.find(id); it != taken_.end()) return it->second;
   double phase = 0;
@@ -28,12 +28,12 @@ double KeyframePhases::Take(uint64_t id) {
   return phase;
 }
 
-void KeyframePhases::Release(uint64_t id) {
+void PeriodPhases::Release(uint64_t id) {
   MutexLock lk(mu_);
   taken_.erase(id);
 }
 
-double KeyframePhases::NextAt(double now_ms, double epoch_ms, double phase_ms, double period_ms) {
+double PeriodPhases::NextAt(double now_ms, double epoch_ms, double phase_ms, double period_ms) {
   if (!(period_ms > 0)) return now_ms;
   const double k = std::ceil((now_ms - epoch_ms - phase_ms) / period_ms);
   return epoch_ms + phase_ms + k * period_ms;
