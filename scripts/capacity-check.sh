@@ -6,11 +6,12 @@
 #     /readyz then gives the capacity the model predicts, learned from those sessions;
 #  2. "auto": a fresh server with server.max_sessions = auto is offered one more session than
 #     the largest stage; the tables show how many it admitted and whether they passed.
-# Tables in out/capacity/. Env: STAGE_SECONDS (20), AUTO_ALL_STAGES (set: the auto run tries every stage even after one fails, to show what it admits), BUILD_DIR (build), KINDS (all four: a space-separated
+# Tables in $OUT (out/capacity). Env: STAGE_SECONDS (20), AUTO_ARGS (more flags for the auto server,
+# e.g. "--cpu-share 0.75"), SKIP_MEASURED (set: only the auto server), AUTO_ALL_STAGES (set: the auto run tries every stage even after one fails, to show what it admits), BUILD_DIR (build), KINDS (all four: a space-separated
 # subset of vp8-anonymize vp8-bypass h264-anonymize h264-bypass).
 source "$(dirname "$0")/serve-lib.sh"
 secs=${STAGE_SECONDS:-20}
-out=out/capacity
+out=${OUT:-out/capacity}
 mkdir -p "$out"
 server=
 start_server() {  # $1: log name, rest: flags
@@ -35,18 +36,21 @@ print(json.dumps({"capacity_sessions": c["sessions"], "kind": c["kind"], "headro
 run() {  # $1 label, $2 mode, $3 input, $4 stages, $5 auto stages
   local label=$1 mode=$2 input=$3 stages=$4 auto=$5
   case " ${KINDS:-vp8-anonymize vp8-bypass h264-anonymize h264-bypass} " in *" $label "*) ;; *) return 0 ;; esac
-  start_server "$label-measured" --max-sessions 32 --mode "$mode"
-  "$veil" load --server "$url" -i "$input" --stages "$stages" --stage-seconds "$secs" --all-stages \
-    --label "$label fixed cap" --out "$out/$label-measured" || true
-  capacity > "$out/$label-model.json"
-  stop_server
-  start_server "$label-auto" --mode "$mode"
+  if [ -z "${SKIP_MEASURED:-}" ]; then
+    start_server "$label-measured" --max-sessions 32 --mode "$mode"
+    "$veil" load --server "$url" -i "$input" --stages "$stages" --stage-seconds "$secs" --all-stages \
+      --label "$label fixed cap" --out "$out/$label-measured" || true
+    capacity > "$out/$label-model.json"
+    stop_server
+  fi
+  # shellcheck disable=SC2086
+  start_server "$label-auto" --mode "$mode" ${AUTO_ARGS:-}
   curl -s "$url/readyz" > "$out/$label-auto-readyz-before.json"
   "$veil" load --server "$url" -i "$input" --stages "$auto" --stage-seconds "$secs" ${AUTO_ALL_STAGES:+--all-stages} \
     --label "$label auto" --out "$out/$label-auto" || true
   capacity > "$out/$label-auto-model.json"
   stop_server
-  echo "== $label: model after the measured ramp: $(cat "$out/$label-model.json")"
+  [ -n "${SKIP_MEASURED:-}" ] || echo "== $label: model after the measured ramp: $(cat "$out/$label-model.json")"
 }
 run vp8-anonymize anonymize "$media/sample_720p30.ivf" 1,2,3,4 1,2,3,4,5
 run vp8-bypass bypass "$media/sample_720p30.ivf" 12,16,20 12,16,20,24
