@@ -32,6 +32,7 @@ def figures(path):
          "processing mean ms": st["processing_ms"]["mean"], "recv fps worst": st["received_fps_worst"],
          "fail-closed frames": st["fail_closed_frames"], "shed level mean": st["shed_level"]["mean"]}
     f.update({k + " ms/frame": v for k, v in st["stage_mean_ms"].items()})
+    f.update({k + " p99 ms": v for k, v in st.get("stage_p99_ms", {}).items() if k in ("send", "encode", "queue_wait", "decode")})
     return f
 runs = {w: [figures(f"{out}/{w}-{r}/load.json") for r in range(1, reps + 1)] for w in ("old", "new")}
 print("| figure | old mean [range] | new mean [range] | ranges overlap |\n|---|---|---|---|")

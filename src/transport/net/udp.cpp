@@ -76,9 +76,9 @@ long UdpSocket::Receive(uint8_t* buf, size_t cap, int timeout_ms) {
   return long(n);
 }
 
-bool UdpSocket::SendTo(const sockaddr_in& to, const uint8_t* data, size_t n) {
+bool UdpSocket::SendTo(const sockaddr_in& to, const uint8_t* data, size_t n, bool dont_wait) {
   for (;;) {
-    const ssize_t r = sendto(fd_, data, n, 0, reinterpret_cast<const sockaddr*>(&to), sizeof to);
+    const ssize_t r = sendto(fd_, data, n, dont_wait ? MSG_DONTWAIT : 0, reinterpret_cast<const sockaddr*>(&to), sizeof to);
     if (r >= 0) return size_t(r) == n;
     if (errno != EINTR) return false;
   }

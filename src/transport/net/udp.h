@@ -27,7 +27,8 @@ class UdpSocket {
   int port() const;
   // Waits up to timeout_ms for a datagram; returns its size, 0 on timeout, -1 on error.
   long Receive(uint8_t* buf, size_t cap, int timeout_ms);
-  bool SendTo(const sockaddr_in& to, const uint8_t* data, size_t n);
+  // dont_wait: never block (MSG_DONTWAIT): a full send buffer fails the send instead.
+  bool SendTo(const sockaddr_in& to, const uint8_t* data, size_t n, bool dont_wait = false);
 
  private:
   int fd_ = -1;

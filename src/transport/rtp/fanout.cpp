@@ -8,7 +8,7 @@ Fanout::Fanout(size_t queue_frames, OnSent on_sent, OnDrop on_drop)
     : cap_(std::max<size_t>(1, queue_frames)), on_sent_(std::move(on_sent)), on_drop_(std::move(on_drop)) {}
 
 Fanout::~Fanout() {
-  std::map<std::string, std::unique_ptr<Viewer>> all;
+  std::map<std::string, std::shared_ptr<Viewer>> all;
   {
     std::lock_guard lk(mu_);
     all.swap(viewers_);
@@ -18,6 +18,7 @@ Fanout::~Fanout() {
 
 void Fanout::Stop(Viewer& v) {
   {
+    std::lock_guard sl(v.send_mu);
     std::lock_guard lk(v.mu);
     v.stop = true;
   }
@@ -25,20 +26,21 @@ void Fanout::Stop(Viewer& v) {
   if (v.thread.joinable()) v.thread.join();
 }
 
-Status Fanout::Add(const std::string& key, Sink sink) {
+Status Fanout::Add(const std::string& key, Sink sink, bool inline_send) {
   if (!sink) return Status::Error("viewer without a sink");
   std::lock_guard lk(mu_);
   if (viewers_.count(key)) return Status::Error("viewer " + key + " already exists");
-  auto v = std::make_unique<Viewer>();
+  auto v = std::make_shared<Viewer>();
   v->sink = std::move(sink);
+  v->inline_send = inline_send;
   Viewer* p = v.get();
-  v->thread = std::thread([this, p] { Run(p); });
+  if (!inline_send) v->thread = std::thread([this, p] { Run(p); });
   viewers_.emplace(key, std::move(v));
   return Status::Ok();
 }
 
 bool Fanout::Remove(const std::string& key) {
-  std::unique_ptr<Viewer> v;
+  std::shared_ptr<Viewer> v;
   {
     std::lock_guard lk(mu_);
     auto it = viewers_.find(key);
@@ -52,10 +54,21 @@ bool Fanout::Remove(const std::string& key) {
 
 void Fanout::Publish(const RtpFramePtr& f) {
   bool dropped_now = false;
+  std::vector<std::shared_ptr<Viewer>> now;  // inline viewers that take this frame
   {
     std::lock_guard lk(mu_);
     for (auto& [k, v] : viewers_) {
       std::lock_guard vl(v->mu);
+      if (v->inline_send) {
+        if (v->need_key && !f->keyframe) {
+          ++v->stats.frames_dropped;
+          ++dropped_total_;
+          continue;
+        }
+        v->need_key = false;
+        now.push_back(v);
+        continue;
+      }
       if (v->queue.size() >= cap_) {
         // The viewer is behind: everything queued depends on frames it will
         // now never get, so it all goes, and the viewer restarts at a keyframe.
@@ -75,7 +88,29 @@ void Fanout::Publish(const RtpFramePtr& f) {
       v->cv.notify_one();
     }
   }
+  for (const auto& v : now) Deliver(*v, *f);
   if (dropped_now && on_drop_) on_drop_();
+}
+
+void Fanout::Deliver(Viewer& v, const RtpFrame& f) {
+  std::unique_lock sl(v.send_mu);
+  {
+    std::lock_guard lk(v.mu);
+    if (v.stop) return;  // removed since Publish chose it
+  }
+  const bool ok = v.sink(f);
+  sl.unlock();
+  const double t = NowMs();
+  {
+    std::lock_guard lk(v.mu);
+    if (ok) {
+      ++v.stats.frames_sent;
+      v.stats.packets_sent += f.packets.size();
+    } else {
+      ++v.stats.send_errors;
+    }
+  }
+  if (ok && on_sent_) on_sent_(f, t);
 }
 
 void Fanout::Run(Viewer* v) {
@@ -88,18 +123,7 @@ void Fanout::Run(Viewer* v) {
       f = std::move(v->queue.front());
       v->queue.pop_front();
     }
-    const bool ok = v->sink(*f);
-    const double t = NowMs();
-    {
-      std::lock_guard lk(v->mu);
-      if (ok) {
-        ++v->stats.frames_sent;
-        v->stats.packets_sent += f->packets.size();
-      } else {
-        ++v->stats.send_errors;
-      }
-    }
-    if (ok && on_sent_) on_sent_(*f, t);
+    Deliver(*v, *f);
   }
 }
 

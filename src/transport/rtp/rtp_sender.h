@@ -52,12 +52,13 @@ class RtpSender {
   RtpSender() = default;
   static GstFlowReturn OnPacket(GstElement* sink, gpointer self);
   GstPipeline pipeline_;
-  GstElement* src_ = nullptr;
+  GstPad* src_ = nullptr;  // ours, linked to the pipeline's first element: Send pushes into it
+  VideoCodec codec_ = VideoCodec::kVp8;
   std::unique_ptr<Fanout> fanout_;
   bool have_base_ = false;
   uint32_t base_ts_ = 0;
   uint64_t frames_ = 0;
-  // The frame being assembled from the payloader's packets (streaming thread).
+  // The frame being assembled from the payloader's packets (Send's thread, inside its push).
   std::shared_ptr<RtpFrame> assembling_;
   std::mutex key_mu_;
   std::map<uint32_t, bool> keyframes_;  // rtp ts -> keyframe, for frames in the payloader; guarded by key_mu_

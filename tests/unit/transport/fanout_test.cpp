@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <thread>
+#include <vector>
 
 #include "core/clock.h"
 #include "transport/rtp/fanout.h"
@@ -82,6 +83,71 @@ TEST(Fanout, NewViewerStartsAtAKeyframeAndRemovalStopsIt) {
   EXPECT_FALSE(fan.Remove("v"));
   fan.Publish(MakeRtpFrame(4, true));
   EXPECT_EQ(fan.size(), 0u);
+}
+
+// An inline viewer (a UDP socket that never waits) is sent to inside Publish, on the publishing
+// thread: no queue and no thread to wake. It still starts at a keyframe and is counted, and
+// on_sent runs there too.
+TEST(Fanout, InlineViewerIsSentOnThePublishingThread) {
+  std::vector<uint32_t> got, told;
+  std::thread::id sent_on;
+  Fanout fan(8, [&](const RtpFrame& f, double) { told.push_back(f.rtp_ts); }, {});
+  ASSERT_TRUE(fan.Add(
+                     "v",
+                     [&](const RtpFrame& f) {
+                       got.push_back(f.rtp_ts);
+                       sent_on = std::this_thread::get_id();
+                       return f.rtp_ts != 3;  // the third frame's send fails
+                     },
+                     /*inline_send=*/true)
+                  .ok());
+  fan.Publish(MakeRtpFrame(1, false));  // not decodable without a keyframe: skipped
+  fan.Publish(MakeRtpFrame(2, true));
+  fan.Publish(MakeRtpFrame(3, false));
+  fan.Publish(MakeRtpFrame(4, false));
+  // Sent by the time Publish returned: nothing to wait for.
+  EXPECT_EQ(got, (std::vector<uint32_t>{2, 3, 4}));
+  EXPECT_EQ(told, (std::vector<uint32_t>{2, 4}));
+  EXPECT_EQ(sent_on, std::this_thread::get_id());
+  const ViewerStats st = fan.Stats().at("v");
+  EXPECT_EQ(st.frames_sent, 2u);
+  EXPECT_EQ(st.send_errors, 1u);
+  EXPECT_EQ(st.frames_dropped, 1u);
+  EXPECT_TRUE(fan.Remove("v"));
+  fan.Publish(MakeRtpFrame(5, true));
+  EXPECT_EQ(got.size(), 3u);
+}
+
+// Removing an inline viewer while a send to it is under way returns only after that send, and
+// no send starts after it: the owner may free what the sink uses.
+TEST(Fanout, RemovingAnInlineViewerWaitsOutItsSend) {
+  std::atomic<int> sends{0};
+  std::atomic<bool> entered{false}, release{false}, removed{false};
+  Fanout fan(8, {}, {});
+  ASSERT_TRUE(fan.Add(
+                     "v",
+                     [&](const RtpFrame&) {
+                       ++sends;
+                       entered = true;
+                       while (!release) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+                       return true;
+                     },
+                     /*inline_send=*/true)
+                  .ok());
+  std::thread publisher([&] { fan.Publish(MakeRtpFrame(1, true)); });
+  while (!entered) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  std::thread remover([&] {
+    fan.Remove("v");
+    removed = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_FALSE(removed.load()) << "Remove returned while the sink was still sending";
+  release = true;
+  publisher.join();
+  remover.join();
+  EXPECT_TRUE(removed.load());
+  fan.Publish(MakeRtpFrame(2, true));
+  EXPECT_EQ(sends.load(), 1);
 }
 
 }  // namespace
