@@ -49,6 +49,14 @@ PrivacyConfig Cfg(int every = 3) {
   return c;
 }
 
+// Cfg with scene cuts on and results that stay fresh for a second (no fail-closed by age).
+PrivacyConfig CutCfg(int every) {
+  PrivacyConfig c = Cfg(every);
+  c.max_result_age_ms = 1000;
+  c.scene_cut = true;
+  return c;
+}
+
 TEST(PrivacyStage, BypassTouchesNothing) {
   FakeDetector d;
   auto c = Cfg();
@@ -139,10 +147,7 @@ TEST(PrivacyStage, DetectsOnCadenceAndTracksBetween) {
 // detects at once and the next slot brings the cadence back in line.
 TEST(PrivacyStage, DetectionsFollowTheSessionsSlot) {
   FakeDetector d;
-  auto c = Cfg(3);
-  c.max_result_age_ms = 1000;
-  c.scene_cut = true;
-  PrivacyStage s(c, &d);
+  PrivacyStage s(CutCfg(3), &d);
   s.set_detect_slot(1);  // slots: frames 2, 5, 8, ...
   std::vector<int64_t> detected;
   for (int i = 0; i < 16; ++i) {
@@ -207,10 +212,7 @@ TEST(PrivacyStage, StaleResultFailsClosed) {
 
 TEST(PrivacyStage, SceneCutForcesDetection) {
   FakeDetector d;
-  auto c = Cfg(10);
-  c.max_result_age_ms = 1000;
-  c.scene_cut = true;
-  PrivacyStage s(c, &d);
+  PrivacyStage s(CutCfg(10), &d);
   auto a = Textured(320, 180, 0);
   s.Process(*a);
   auto b = Textured(320, 180, 1);
@@ -226,10 +228,7 @@ TEST(PrivacyStage, SceneCutForcesDetection) {
 TEST(PrivacyStage, ASceneCutDropsTheOldShotsMasksWhenItsDetectionComes) {
   FakeDetector d;
   d.boxes = {{{20, 20, 30, 30}, 0.9f}};  // detection-copy coordinates: (40, 40) 60x60 in the frame
-  auto c = Cfg(10);
-  c.max_result_age_ms = 1000;
-  c.scene_cut = true;
-  PrivacyStage s(c, &d);
+  PrivacyStage s(CutCfg(10), &d);
   auto a = Textured(320, 180, 0);
   ASSERT_EQ(s.Process(*a).masks, 1);
   d.boxes = {{{110, 50, 30, 30}, 0.9f}};  // the new shot has its face elsewhere
