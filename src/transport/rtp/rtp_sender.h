@@ -1,7 +1,8 @@
 // Plain RTP video egress: compressed frames -> GStreamer payloader (one RTP
-// stream: one SSRC, one sequence) -> per-viewer queues and UDP sockets
-// (Fanout). The RTP timestamps of the input are preserved, so a viewer's frame
-// can be matched to the publisher's.
+// stream: one SSRC, one sequence; run on Send's thread) -> Fanout: plain RTP
+// viewers' UDP sockets written on that thread without waiting, other sinks
+// (WebRTC) through a queue and thread each. The RTP timestamps of the input are
+// preserved, so a viewer's frame can be matched to the publisher's.
 #pragma once
 #include <cstdint>
 #include <map>
@@ -24,7 +25,7 @@ struct RtpSenderConfig {
   size_t viewer_queue_frames = 8;  // per viewer; beyond it the viewer drops to the next keyframe
   uint32_t ssrc = 0;               // 0: random
   int seqnum_offset = -1;          // first sequence number; -1: random
-  Fanout::OnSent on_sent;          // after a viewer sent a frame's last packet (viewer thread)
+  Fanout::OnSent on_sent;          // after a viewer sent a frame's last packet (its thread; Send's for a plain RTP viewer)
   Fanout::OnDrop on_drop;          // a viewer dropped and waits for a keyframe
 };
 Status Validate(const RtpSenderConfig& c);
