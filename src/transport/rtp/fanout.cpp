@@ -59,17 +59,7 @@ void Fanout::Publish(const RtpFramePtr& f) {
     std::lock_guard lk(mu_);
     for (auto& [k, v] : viewers_) {
       std::lock_guard vl(v->mu);
-      if (v->inline_send) {
-        if (v->need_key && !f->keyframe) {
-          ++v->stats.frames_dropped;
-          ++dropped_total_;
-          continue;
-        }
-        v->need_key = false;
-        now.push_back(v);
-        continue;
-      }
-      if (v->queue.size() >= cap_) {
+      if (v->queue.size() >= cap_) {  // never for an inline viewer: it has no queue
         // The viewer is behind: everything queued depends on frames it will
         // now never get, so it all goes, and the viewer restarts at a keyframe.
         v->stats.frames_dropped += v->queue.size();
@@ -84,6 +74,10 @@ void Fanout::Publish(const RtpFramePtr& f) {
         continue;
       }
       v->need_key = false;
+      if (v->inline_send) {
+        now.push_back(v);
+        continue;
+      }
       v->queue.push_back(f);
       v->cv.notify_one();
     }
