@@ -103,6 +103,7 @@ Result<std::unique_ptr<LiveSession>> LiveSession::Start(const std::string& id, c
   }
   if (executor) s->executor_ = std::move(executor);
   else s->worker_ = std::thread([p = s.get()] { p->Work(); });
+  s->decode_on_executor_ = c.decode_on_executor && s->executor_;
   if (c.ingest == IngestKind::kWebRtc) return s;  // the WHIP publisher attaches later
   RtpReceiverConfig rc;
   rc.codec = c.codec;
@@ -158,7 +159,8 @@ void LiveSession::OnEncoded(EncodedFrame&& f, uint32_t rtp_ts) {
   // Called on a GStreamer streaming thread (RTP or WHIP ingest): an exception must not cross
   // into C code (std::terminate, the whole server). It ends this session, as a pipeline error does.
   try {
-    DecodeAndQueue(std::move(f), rtp_ts);
+    if (decode_on_executor_) HandOver(std::move(f), rtp_ts);
+    else DecodeAndQueue(std::move(f), rtp_ts);
   } catch (const std::exception& e) {
     Fail(std::string("ingest failed: ") + e.what());
   } catch (...) {
@@ -166,8 +168,63 @@ void LiveSession::OnEncoded(EncodedFrame&& f, uint32_t rtp_ts) {
   }
 }
 
-void LiveSession::DecodeAndQueue(EncodedFrame&& f, uint32_t rtp_ts) {
-  last_packet_ms_.store(NowMs());
+void LiveSession::HandOver(EncodedFrame&& f, uint32_t rtp_ts) {
+  const double now = NowMs();
+  last_packet_ms_.store(now);
+  uint64_t dropped = 0;
+  bool ask_key = false;
+  {
+    MutexLock lk(pending_mu_);
+    if (pending_.size() >= kMaxPending) {
+      // The executor is seconds behind: decoding what waits would only make stale pictures.
+      dropped = pending_.size();
+      pending_.clear();
+      pending_to_key_ = true;
+    }
+    if (pending_to_key_ && !f.keyframe) {
+      ++dropped;  // undecodable without the frames dropped before it
+      ask_key = true;
+    } else {
+      pending_to_key_ = false;
+      pending_.push_back(Pending{std::move(f), rtp_ts, now});
+    }
+  }
+  if (dropped > 0) {
+    stale_ += dropped;
+    evicted_ += dropped;
+    m_stale_->Inc(double(dropped));
+  }
+  if (ask_key) AskPublisherForKeyframe();
+  executor_->Ready(&executor_client_, now + cfg_.budget_ms);
+}
+
+void LiveSession::DecodeHandedOver() {
+  for (;;) {
+    Pending p;
+    {
+      MutexLock lk(pending_mu_);
+      if (pending_.empty()) return;
+      p = std::move(pending_.front());
+      pending_.pop_front();
+    }
+    DecodeAndQueue(std::move(p.frame), p.rtp_ts, p.handed_ms);
+  }
+}
+
+std::optional<double> LiveSession::NextDue() {
+  std::optional<double> due = queue_.Front([this](const Decoded& d) { return Due(d); });
+  if (decode_on_executor_) {
+    MutexLock lk(pending_mu_);
+    if (!pending_.empty()) {
+      const double d = pending_.front().handed_ms + cfg_.budget_ms;
+      due = due ? std::min(*due, d) : d;
+    }
+  }
+  return due;
+}
+
+void LiveSession::DecodeAndQueue(EncodedFrame&& f, uint32_t rtp_ts, double handed_ms) {
+  if (handed_ms < 0) last_packet_ms_.store(NowMs());
   const uint64_t seq = ++ingest_seq_;
   const double t0 = NowMs(), cpu0 = ThreadCpuMs();
   std::vector<FramePtr> out;
@@ -185,7 +242,9 @@ void LiveSession::DecodeAndQueue(EncodedFrame&& f, uint32_t rtp_ts) {
     m_in_->Inc();
     // The picture's own timestamp (a decoder that held it back hands it out with a later input).
     const uint32_t ts = uint32_t(fr->pts);
-    Decoded item{std::move(fr), seq, ts, t1, arrival};
+    // On the executor the frame's clock starts when it was handed over: its wait for the decode
+    // counts against its budget, as the wait for the privacy stage does.
+    Decoded item{std::move(fr), seq, ts, handed_ms >= 0 ? handed_ms : t1, handed_ms >= 0 ? t1 - t0 : 0.0, arrival};
     if (ts != rtp_ts) forwarding_ = forwarding_now_ = false;  // not this input's picture: nothing to pair it with
     else if (out.size() == 1 && MaybeForward(f, item)) break;
     const double due = Due(item);
@@ -194,7 +253,7 @@ void LiveSession::DecodeAndQueue(EncodedFrame&& f, uint32_t rtp_ts) {
       ++evicted_;
       m_stale_->Inc();
     }
-    if (executor_) executor_->Ready(&executor_client_, due);
+    if (executor_ && handed_ms < 0) executor_->Ready(&executor_client_, due);  // else: on the executor now
   }
   cpu_ms_.fetch_add(ThreadCpuMs() - cpu0);  // decode, and the send of a forwarded frame
 }
@@ -208,11 +267,23 @@ void LiveSession::Work() {
 
 std::optional<double> LiveSession::RunOne() {
   if (stop_) return std::nullopt;
+  if (decode_on_executor_) {
+    try {
+      DecodeHandedOver();
+    } catch (const std::exception& e) {
+      Fail(std::string("decode failed: ") + e.what());
+      stop_ = true;
+    } catch (...) {
+      Fail("decode failed: unknown exception");
+      stop_ = true;
+    }
+    if (stop_) return std::nullopt;
+  }
   if (auto item = queue_.TryPop(); item && !RunItem(*item)) {
     stop_ = true;  // failed: no more work (the owner ends the session)
     return std::nullopt;
   }
-  return queue_.Front([this](const Decoded& d) { return Due(d); });
+  return NextDue();
 }
 
 bool LiveSession::RunItem(Decoded& item) {
@@ -246,7 +317,7 @@ int64_t DetectSlot(int64_t index, double arrived_ms, int cadence, double fps, do
 
 void LiveSession::ProcessOne(Decoded& item) {
   const double start = NowMs();
-  m_queue_->Observe(start - item.decoded_ms);
+  m_queue_->Observe(start - item.decoded_ms - item.decode_ms);
   if (start - item.decoded_ms > cfg_.budget_ms) {  // it could only leave late: drop before any work
     ++stale_;
     m_stale_->Inc();

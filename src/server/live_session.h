@@ -3,20 +3,23 @@
 // Opus audio (a second RTP port, or the WHIP publisher's audio track) is
 // relayed to the viewers byte-for-byte. Viewers are plain RTP destinations
 // or WebRTC (WHEP) connections; both get the same encoded packets.
-// Threads: the receiver's streaming thread decodes every frame (inter frames
-// depend on it) and hands it over a bounded latest-frame-wins queue to the
-// session's worker: a thread of the server's frame executor
-// (server/frame_executor.h: earliest deadline first across sessions, one thread
-// at a time per session), or a thread of the session's own when started without
-// one. The worker drops a frame that is already older than the
+// Threads: with the server's frame executor (server/frame_executor.h: earliest
+// deadline first across sessions, one thread at a time per session) and
+// decode_on_executor, the receiver's streaming thread hands each compressed frame
+// over (bounded: 2 s, then dropped to the next keyframe) and the executor decodes
+// every frame (inter frames depend on it), queues the picture on a bounded
+// latest-frame-wins queue and runs the worker's part. Otherwise the streaming
+// thread decodes and hands the picture over that queue to the session's worker:
+// the executor, or a thread of the session's own when started without one. The worker drops a frame that is already older than the
 // budget (stale drop, counted) before any expensive work, then pixelates,
 // encodes and hands it to the egress. Nothing waits on inference, and a slow
-// viewer only drops its own frames. In bypass the receiving thread forwards the
+// viewer only drops its own frames. In bypass the decoding thread forwards the
 // publisher's own compressed frames instead (live_session_forward.cpp): no
 // queue, no encode, one outgoing RTP stream across mode switches.
 #pragma once
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -54,6 +57,10 @@ struct LiveSessionConfig {
   int decode_threads = 1;
   double budget_ms = 33.0;       // a frame older than this after decoding is dropped as stale
   size_t queue_frames = 2;       // decoded frames waiting for the worker
+  // With an executor: the ingest thread only hands each compressed frame over, and the decode
+  // runs on the executor as part of the session's work, earliest deadline first with the rest
+  // (server.decode_on_executor). false: the ingest thread decodes.
+  bool decode_on_executor = true;
   int jitter_ms = 40;
   std::string ingest_address = "127.0.0.1";
   size_t viewer_queue_frames = 8;
@@ -171,8 +178,8 @@ class LiveSession {
   // neighbour taking the core would; 0 = off.
   void InjectWorkerCpuMs(double ms) { inject_cpu_ms_ = ms; }
   LiveSessionStats stats() const;
-  // CPU the session's own work took (decode on the ingest thread; privacy and encode on its
-  // worker), ms since it started: the capacity model learns from it (server/capacity.h).
+  // CPU the session's own work took (its decode, privacy and encode, on whichever thread ran
+  // them), ms since it started: the capacity model learns from it (server/capacity.h).
   double cpu_ms() const { return cpu_ms_.load(); }
   // What the capacity model needs once a second, without building stats().
   uint64_t frames_in() const { return frames_in_.load(); }
@@ -197,23 +204,38 @@ class LiveSession {
     FramePtr frame;
     uint64_t ingest_seq = 0;  // the input's number (bypass forwarding supersedes older ones)
     uint32_t rtp_ts = 0;
-    double decoded_ms = 0;
+    double decoded_ms = 0;        // when it was decoded; with the decode on the executor, when it was handed over
+    double decode_ms = 0;         // with the decode on the executor: of the time since, the decode's own
     double arrival_ms = 0;
   };
+  // A compressed frame handed over by the ingest thread, waiting for the executor to decode it.
+  struct Pending {
+    EncodedFrame frame;
+    uint32_t rtp_ts = 0;
+    double handed_ms = 0;
+  };
+  // The most compressed frames that may wait (2 s at 30 fps): past it the executor is hopelessly
+  // behind; what waits is dropped and decoding resumes at the publisher's next keyframe.
+  static constexpr size_t kMaxPending = 60;
   LiveSession(const std::string& id, const LiveSessionConfig& c);
   void OnEncoded(EncodedFrame&& f, uint32_t rtp_ts);  // receiver thread: DecodeAndQueue, exceptions caught
-  void DecodeAndQueue(EncodedFrame&& f, uint32_t rtp_ts);
+  // Decodes f and queues its pictures for the privacy stage (or forwards it in bypass). handed_ms
+  // >= 0: the frame was handed over to the executor then (decode on the executor).
+  void DecodeAndQueue(EncodedFrame&& f, uint32_t rtp_ts, double handed_ms = -1);
+  void HandOver(EncodedFrame&& f, uint32_t rtp_ts);    // receiver thread, decode on the executor
+  void DecodeHandedOver();                             // executor: decodes every frame waiting, in order
+  std::optional<double> NextDue();                     // executor: the deadline of the next work waiting
   void Work();                                         // the session's own worker thread
   std::optional<double> RunOne();                      // a frame executor's thread: one frame
   bool RunItem(Decoded& item);                         // worker: ProcessOne; false: the session failed
   double Due(const Decoded& d) const { return d.decoded_ms + cfg_.budget_ms; }  // leaves by then, or is stale
   void ProcessOne(Decoded& item);                      // worker thread
-  // Receiving thread: sends the publisher's own frame in bypass when the viewers can decode it
+  // Decoding thread (the executor, or the ingest thread): sends the publisher's own frame in bypass when the viewers can decode it
   // (bypass forwarding); false: the worker processes the frame.
   bool MaybeForward(const EncodedFrame& in, Decoded& item);
   // Sends a frame's compressed form and keeps its picture for snapshots. rep: the privacy
   // stage's report of an encoded frame (worker thread); null: the publisher's own frame,
-  // forwarded (receiving thread). false: a forwarded frame superseded it (nothing sent).
+  // forwarded (decoding thread). false: a forwarded frame superseded it (nothing sent).
   bool Emit(Decoded& item, const EncodedFrame* frames, size_t n, double encoded_ms, const FrameReport* rep);
   void OnSent(const RtpFrame& f, double sent_ms);      // viewer threads
   void Fail(const std::string& why);
@@ -235,23 +257,23 @@ class LiveSession {
   std::atomic<double> last_publisher_key_ms_{0};
   std::unique_ptr<RtpSender> sender_;
   std::unique_ptr<UdpRelay> audio_;
-  std::unique_ptr<VideoDecoder> decoder_;     // receiver thread only
+  std::unique_ptr<VideoDecoder> decoder_;     // receiver thread only (the executor with decode_on_executor_)
   std::unique_ptr<VideoEncoder> encoder_;     // worker thread only (created on the first frame, re-opened at a new size)
   std::atomic<int> out_w_{0}, out_h_{0};      // the size of the last frame sent
   int enc_w_ = 0, enc_h_ = 0;                 // the encoder's size (worker thread)
-  // Bypass forwarding, decided on the receiving thread: on from a publisher keyframe; off at a
+  // Bypass forwarding, decided on the decoding thread: on from a publisher keyframe; off at a
   // frame that did not decode, a mode other than bypass, or a new viewer (veil's encoder gives
   // it a keyframe at once, forwarding resumes at the publisher's next). Forwarded frames never
   // wait in the worker's queue, so none is dropped as stale or evicted: the viewers' reference
   // chain holds whatever the load. While forwarding, veil's encoder sees nothing: its next frame
   // is a keyframe (encoded_after_forward_).
-  bool forwarding_ = false;                   // receiving thread
+  bool forwarding_ = false;                   // decoding thread
   std::atomic<bool> bridge_wanted_{false};    // a viewer joined: bridge to the publisher's next keyframe
   uint64_t encoded_after_forward_ = 0;        // worker thread: forwarded_ at its last encode
   double next_keyframe_ms_ = 0;               // worker thread: the next periodic keyframe (arrival time)
   int slot_cadence_ = 0;                      // worker thread: the cadence the detection slot was set for
   double last_keyframe_ms_ = -1e300;          // worker thread: arrival time of the last keyframe out
-  std::atomic<uint64_t> ingest_seq_{0};       // receiving thread: every input frame, decoded or not
+  std::atomic<uint64_t> ingest_seq_{0};       // decoding thread: every input frame, decoded or not
   std::atomic<bool> forwarding_now_{false};
   std::atomic<uint64_t> forwarded_{0}, publisher_key_requests_{0};
   // Emit() runs on both threads in turn; a worker frame older than the last forwarded one is
@@ -273,9 +295,13 @@ class LiveSession {
   mutable Mutex speed_name_mu_;
   std::string speed_name_ GUARDED_BY(speed_name_mu_);
   bool speed_name_empty_ = true;              // worker thread
-  std::atomic<uint64_t> evicted_{0};          // receiving thread: frames pushed out of the queue
+  std::atomic<uint64_t> evicted_{0};          // decoding or receiving thread: frames pushed out of the queue
   uint64_t seen_evicted_ = 0;                 // worker thread: of those, reported to speed_
   LatestQueue<Decoded> queue_;
+  bool decode_on_executor_ = false;           // set once at Start
+  Mutex pending_mu_;
+  std::deque<Pending> pending_ GUARDED_BY(pending_mu_);
+  bool pending_to_key_ GUARDED_BY(pending_mu_) = false;  // dropped a backlog: wait for a keyframe
   std::thread worker_;                        // without an executor
   std::shared_ptr<FrameExecutor> executor_;   // the server's; null: worker_
   struct ExecutorClient : FrameExecutor::Client {

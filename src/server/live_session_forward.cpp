@@ -1,5 +1,5 @@
 // A live session's egress (server/live_session.h): bypass forwarding of the publisher's own
-// frames, decided on the receiving thread, and Emit, which both the receiving thread
+// frames, decided on the decoding thread, and Emit, which both the decoding thread
 // (forwarded frames) and the worker (encoded frames) use to send a frame and keep its picture.
 #include "core/clock.h"
 #include "server/live_session.h"

@@ -115,6 +115,7 @@ Status SessionManager::Create(const CreateSpec& spec, const std::string& caller,
   // What every WebRTC peer decodes (profile-level-id 42e01f) and any RTP viewer too.
   if (spec.codec == VideoCodec::kH264) c.encoder.x264_profile = "baseline";
   c.decode_threads = deps_.decode_threads;
+  c.decode_on_executor = deps_.server.decode_on_executor;
   c.budget_ms = deps_.server.budget_ms;
   c.jitter_ms = deps_.server.jitter_ms;
   c.ingest_address = deps_.server.rtp_address;

@@ -421,7 +421,7 @@ TEST(LiveSession, BypassForwardsThePublishersFramesAcrossModeSwitches) {
 // The server's frame executor (server/frame_executor.h) runs the session's frames instead of a
 // thread of its own: one pool thread carries it at full rate, every face covered (ground truth),
 // and the session leaves the executor when it ends.
-TEST(LiveSession, RunsOnTheServersFrameExecutor) {
+void RunOnTheExecutor(bool decode_on_executor) {
   const Source src = LoadSource(240);
   ASSERT_EQ(src.packets.size(), 240u);
   const test::GroundTruthClip& clip = Truth();
@@ -431,7 +431,9 @@ TEST(LiveSession, RunsOnTheServersFrameExecutor) {
   std::shared_ptr<FrameExecutor> executor = *ex;
   LiveSessionStats st;
   {
-    Rig rig("pooled", {}, executor);
+    LiveSessionConfig cfg;
+    cfg.decode_on_executor = decode_on_executor;
+    Rig rig("pooled", cfg, executor);
     ASSERT_TRUE(rig.ok());
     Viewer viewer;
     ASSERT_TRUE(rig.session->AddViewer("127.0.0.1", viewer.rx->port()).ok());
@@ -452,6 +454,80 @@ TEST(LiveSession, RunsOnTheServersFrameExecutor) {
   EXPECT_GE(st.frames_out, 108u) << "one pool thread must carry one session at full rate";
 #endif
   EXPECT_EQ(executor->stats().clients, 0u) << "the ended session is still on the executor";
+}
+
+TEST(LiveSession, RunsOnTheServersFrameExecutor) { RunOnTheExecutor(false); }
+
+// server.decode_on_executor: the same session with its decode on the executor too.
+TEST(LiveSession, RunsOnTheServersFrameExecutorWithItsDecode) { RunOnTheExecutor(true); }
+
+// A client that takes the executor's one thread until released, as other sessions' work would.
+struct Blocker : FrameExecutor::Client {
+  std::atomic<bool> running{false}, release{false};
+  std::optional<double> RunOne() override {
+    running = true;
+    for (int i = 0; i < 2000 && !release; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    return std::nullopt;
+  }
+};
+
+// With the decode on the executor, an executor taken for 3 s: nothing is decoded meanwhile (the
+// decode waits for the executor, it does not run on the ingest thread), the compressed frames
+// waiting are bounded (dropped past 2 s, counted as stale) and decoding resumes at the
+// publisher's next keyframe: the session lives on, at full rate, no face visible (ground truth).
+TEST(LiveSession, DecodeOnTheExecutorDropsABacklogAndResumesAtAKeyframe) {
+  const Source src = LoadSource(240);
+  ASSERT_EQ(src.packets.size(), 240u);
+  const test::GroundTruthClip& clip = Truth();
+  ASSERT_TRUE(clip.ok()) << "the leakcheck clip is missing: run scripts/make-test-media.sh";
+  auto ex = FrameExecutor::Start(1);
+  ASSERT_TRUE(ex.ok()) << ex.error();
+  std::shared_ptr<FrameExecutor> executor = *ex;
+  Blocker blocker;
+  {
+    LiveSessionConfig cfg;
+    cfg.decode_on_executor = true;
+    Rig rig("backlog", cfg, executor);
+    ASSERT_TRUE(rig.ok());
+    Viewer viewer;
+    ASSERT_TRUE(rig.session->AddViewer("127.0.0.1", viewer.rx->port()).ok());
+    Publish(*rig.tx, src, 0, 30);
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    const LiveSessionStats before = rig.session->stats();
+    EXPECT_GE(before.frames_in, 28u);
+    executor->Ready(&blocker, 0);
+    for (int i = 0; i < 400 && !blocker.running; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    ASSERT_TRUE(blocker.running);
+    Publish(*rig.tx, src, 30, 120);  // 3 s: 60 frames wait, then the backlog is dropped
+    const LiveSessionStats blocked = rig.session->stats();
+    blocker.release = true;
+    Publish(*rig.tx, src, 120, 240);
+    std::this_thread::sleep_for(std::chrono::milliseconds(400));
+    const LiveSessionStats after = rig.session->stats();
+    auto [faces, visible] = CountFacesVisible(clip, viewer, 120, 240);
+    int resumed = 0;
+    {
+      std::lock_guard lk(viewer.mu);
+      for (const auto& [ts, f] : viewer.frames) resumed += int(ts / 3000) >= 120;
+    }
+    std::printf("backlog: in %llu -> %llu while taken -> %llu; stale %llu; out %llu; %d frames from 120 received, "
+                "%d of %d faces visible; viewer decode errors %d\n",
+                (unsigned long long)before.frames_in, (unsigned long long)blocked.frames_in,
+                (unsigned long long)after.frames_in, (unsigned long long)after.stale_drops,
+                (unsigned long long)after.frames_out, resumed, visible, faces, viewer.decode_errors);
+    EXPECT_EQ(blocked.frames_in, before.frames_in) << "frames were decoded while the executor was taken";
+    EXPECT_GE(after.stale_drops, 60u) << "the backlog was not dropped";
+    EXPECT_LE(after.stale_drops, 100u);  // 90 arrived while it was taken; a few may leave stale around it
+    EXPECT_EQ(rig.session->error(), "");
+#if !defined(VEIL_SANITIZED_BUILD)
+    EXPECT_GE(resumed, 108) << "decoding did not resume at the keyframe at full rate";
+#endif
+    EXPECT_GT(faces, 60);
+    EXPECT_EQ(visible, 0);
+    EXPECT_EQ(viewer.decode_errors, 0);
+  }
+  blocker.release = true;
+  executor->Remove(&blocker);
 }
 
 // privacy.cut_hold_frames: at the leakcheck clip's hard cut (frame 90) the frames that would
