@@ -52,7 +52,7 @@ run() {  # $1 label, $2 mode, $3 input, $4 stages, $5 auto stages
   stop_server
   [ -n "${SKIP_MEASURED:-}" ] || echo "== $label: model after the measured ramp: $(cat "$out/$label-model.json")"
 }
-run vp8-anonymize anonymize "$media/sample_720p30.ivf" 1,2,3,4 1,2,3,4,5
+run vp8-anonymize anonymize "$media/sample_720p30.ivf" 1,2,3,4,5 1,2,3,4,5,6
 run vp8-bypass bypass "$media/sample_720p30.ivf" 12,16,20 12,16,20,24
 run h264-anonymize anonymize "$media/sample_720p30_h264.mkv" 1,2,3 1,2,3,4
 run h264-bypass bypass "$media/sample_720p30_h264.mkv" 8,12,16 8,12,16
