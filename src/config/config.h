@@ -43,7 +43,7 @@ struct ServerSettings {
   // Admission: 0 = auto, by measured capacity (server/capacity.h) on `cores` usable cores
   // (0 = detected) of which sessions may take cpu_share; N = at most N sessions, whatever they cost.
   int max_sessions = 0, max_viewers = 16, viewer_queue = 8, jitter_ms = 40;
-  double cores = 0, cpu_share = 0.6;
+  double cores = 0, cpu_share = 0.75;
   // Admission by latency as well (max_sessions = auto): no new session while a running one's
   // processing p99 over its last 5 s is above this (0: off). The CPU model cannot see a node
   // whose sessions fit its CPU budget and already miss the frame interval at the p99.

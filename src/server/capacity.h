@@ -37,7 +37,7 @@ Result<double> MeasureTranscodeMs(VideoCodec codec, const EncoderOptions& enc, i
 
 struct CapacityOptions {
   double cores = 1;          // usable cores
-  double cpu_share = 0.6;    // of the cores, what sessions may take (the rest: bursts, HTTP, the OS)
+  double cpu_share = 0.75;   // of the cores, what sessions may take (the rest: bursts, HTTP, the OS)
   double fps = 30;           // the frame rate a session is assumed to run at (at least)
   int width = 1280, height = 720;  // a session's assumed size until its first frame
   bool bypass_forward = true;      // bypass sessions forward (decode only) rather than re-encode

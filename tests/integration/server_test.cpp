@@ -265,7 +265,7 @@ TEST(Server, AdmitsByMeasuredCapacity) {
   EXPECT_EQ(cap["cores"].get<double>(), 1.0);
   EXPECT_EQ(cap["kind"], "anonymized vp8 720p30");
   const double budget = cap["cpu_budget_ms_per_s"].get<double>(), transcode = cap["transcode_ms"].get<double>();
-  EXPECT_NEAR(budget, 600, 1e-6);  // 1 core x server.cpu_share 0.6
+  EXPECT_NEAR(budget, 750, 1e-6);  // 1 core x server.cpu_share 0.75
   EXPECT_GT(transcode, 0.5);
   EXPECT_NEAR(cap["limit_sessions"].get<double>(), (1000.0 / 30) / transcode, 1e-6);
   EXPECT_EQ(cap["cost_saturated_seconds"].get<int>(), 0);  // an idle node has skipped nothing
