@@ -83,7 +83,7 @@ struct ServerSettings {
   bool stagger_detections = false;
   // Each session's decode runs on the frame executor with the rest of its frame's work, earliest
   // deadline first, instead of on its ingest thread (fewer threads contending for the cores). On:
-  // 4 and 5 anonymized sessions' p99 3.8-4.8 ms lower (docs/capacity.md "The decode on the executor").
+  // 4 and 5 anonymized sessions' p99 3-7 ms lower (docs/capacity.md "The decode on the executor").
   bool decode_on_executor = true;
   double http_request_timeout_ms = 10000, http_idle_timeout_ms = 30000;
   SchedulerConfig scheduler;     // [inference]: the in-process target's queue, and each remote target's

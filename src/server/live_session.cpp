@@ -244,7 +244,8 @@ void LiveSession::DecodeAndQueue(EncodedFrame&& f, uint32_t rtp_ts, double hande
     const uint32_t ts = uint32_t(fr->pts);
     // On the executor the frame's clock starts when it was handed over: its wait for the decode
     // counts against its budget, as the wait for the privacy stage does.
-    Decoded item{std::move(fr), seq, ts, handed_ms >= 0 ? handed_ms : t1, handed_ms >= 0 ? t1 - t0 : 0.0, arrival};
+    const bool handed = handed_ms >= 0;
+    Decoded item{std::move(fr), seq, ts, handed ? handed_ms : t1, handed ? t1 - t0 : 0.0, arrival};
     if (ts != rtp_ts) forwarding_ = forwarding_now_ = false;  // not this input's picture: nothing to pair it with
     else if (out.size() == 1 && MaybeForward(f, item)) break;
     const double due = Due(item);

@@ -10,8 +10,9 @@
 // every frame (inter frames depend on it), queues the picture on a bounded
 // latest-frame-wins queue and runs the worker's part. Otherwise the streaming
 // thread decodes and hands the picture over that queue to the session's worker:
-// the executor, or a thread of the session's own when started without one. The worker drops a frame that is already older than the
-// budget (stale drop, counted) before any expensive work, then pixelates,
+// the executor, or a thread of the session's own when started without one. The
+// worker drops a frame that is already older than the budget (stale drop,
+// counted) before any expensive work, then pixelates,
 // encodes and hands it to the egress. Nothing waits on inference, and a slow
 // viewer only drops its own frames. In bypass the decoding thread forwards the
 // publisher's own compressed frames instead (live_session_forward.cpp): no
@@ -55,7 +56,7 @@ struct LiveSessionConfig {
   PrivacyConfig privacy;
   EncoderOptions encoder;
   int decode_threads = 1;
-  double budget_ms = 33.0;       // a frame older than this after decoding is dropped as stale
+  double budget_ms = 33.0;       // a frame older than this after decoding (or its hand-over) is dropped as stale
   size_t queue_frames = 2;       // decoded frames waiting for the worker
   // With an executor: the ingest thread only hands each compressed frame over, and the decode
   // runs on the executor as part of the session's work, earliest deadline first with the rest
@@ -204,8 +205,10 @@ class LiveSession {
     FramePtr frame;
     uint64_t ingest_seq = 0;  // the input's number (bypass forwarding supersedes older ones)
     uint32_t rtp_ts = 0;
-    double decoded_ms = 0;        // when it was decoded; with the decode on the executor, when it was handed over
-    double decode_ms = 0;         // with the decode on the executor: of the time since, the decode's own
+    // When it was decoded; with the decode on the executor, when its compressed frame was handed
+    // over, and decode_ms is how long its decode took since (not waiting: queue_wait leaves it out).
+    double decoded_ms = 0;
+    double decode_ms = 0;
     double arrival_ms = 0;
   };
   // A compressed frame handed over by the ingest thread, waiting for the executor to decode it.
@@ -230,8 +233,8 @@ class LiveSession {
   bool RunItem(Decoded& item);                         // worker: ProcessOne; false: the session failed
   double Due(const Decoded& d) const { return d.decoded_ms + cfg_.budget_ms; }  // leaves by then, or is stale
   void ProcessOne(Decoded& item);                      // worker thread
-  // Decoding thread (the executor, or the ingest thread): sends the publisher's own frame in bypass when the viewers can decode it
-  // (bypass forwarding); false: the worker processes the frame.
+  // Decoding thread (the executor, or the ingest thread): sends the publisher's own frame in
+  // bypass when the viewers can decode it (bypass forwarding); false: the worker processes it.
   bool MaybeForward(const EncodedFrame& in, Decoded& item);
   // Sends a frame's compressed form and keeps its picture for snapshots. rep: the privacy
   // stage's report of an encoded frame (worker thread); null: the publisher's own frame,
@@ -257,7 +260,7 @@ class LiveSession {
   std::atomic<double> last_publisher_key_ms_{0};
   std::unique_ptr<RtpSender> sender_;
   std::unique_ptr<UdpRelay> audio_;
-  std::unique_ptr<VideoDecoder> decoder_;     // receiver thread only (the executor with decode_on_executor_)
+  std::unique_ptr<VideoDecoder> decoder_;     // the decoding thread only (executor or receiver)
   std::unique_ptr<VideoEncoder> encoder_;     // worker thread only (created on the first frame, re-opened at a new size)
   std::atomic<int> out_w_{0}, out_h_{0};      // the size of the last frame sent
   int enc_w_ = 0, enc_h_ = 0;                 // the encoder's size (worker thread)
