@@ -31,7 +31,8 @@ j = json.load(sys.stdin)
 c = j["capacity"]
 print(json.dumps({"capacity_sessions": c["sessions"], "kind": c["kind"], "headroom": j["headroom"],
                   "transcode_ms": c["transcode_ms_by_codec"], "limit_sessions": round(c["limit_sessions"], 2),
-                  "costs": [k for k in c["costs"] if k["samples"] > 0]}))'
+                  "costs": [k for k in c["costs"] if k["samples"] > 0],
+                  "admit_speed_step": c.get("admit_speed_step"), "encode_ms_by_step": c.get("encode_ms_by_step")}))'
 }
 run() {  # $1 label, $2 mode, $3 input, $4 stages, $5 auto stages
   local label=$1 mode=$2 input=$3 stages=$4 auto=$5
@@ -54,6 +55,6 @@ run() {  # $1 label, $2 mode, $3 input, $4 stages, $5 auto stages
 }
 run vp8-anonymize anonymize "$media/sample_720p30.ivf" 1,2,3,4,5 1,2,3,4,5,6
 run vp8-bypass bypass "$media/sample_720p30.ivf" 12,16,20 12,16,20,24
-run h264-anonymize anonymize "$media/sample_720p30_h264.mkv" 1,2,3 1,2,3,4
+run h264-anonymize anonymize "$media/sample_720p30_h264.mkv" 1,2,3,4,5 1,2,3,4,5,6
 run h264-bypass bypass "$media/sample_720p30_h264.mkv" 8,12,16 8,12,16
 for f in "$out"/${KINDS:+[vh]}*/load.md; do echo "== $f"; grep '^|' "$f"; done

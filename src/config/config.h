@@ -48,6 +48,9 @@ struct ServerSettings {
   // processing p99 over its last 5 s is above this (0: off). The CPU model cannot see a node
   // whose sessions fit its CPU budget and already miss the frame interval at the p99.
   double admit_p99_ms = 30;
+  // Admission (max_sessions = auto) plans each re-encoding session with its encoder at this speed
+  // step of its ladder (0: the configured speed), at the cost its sessions measured there.
+  int admit_speed_step = 1;
   // Bypass sessions forward the publisher's frames instead of re-encoding them (server/live_session.h).
   bool bypass_forward = true;
   // Load shedding (server/speed_control.h): encoder speed, the trimmed detection window,

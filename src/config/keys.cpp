@@ -240,6 +240,7 @@ const std::vector<KeySpec>& ConfigKeys() {
       AutoKey("server.max_sessions", "max-sessions", "'auto' (as many as the measured capacity carries) or a fixed number of concurrent sessions; one more is refused with 503", "sessions", F(server.max_sessions)),
       Key("server.cores", "cores", "cores the capacity model counts on (0: the process's CPU affinity and cgroup quota)", F(server.cores)),
       Key("server.admit_p99_ms", "admit-p99-ms", "max_sessions = auto: no new session while a running one's processing p99 over its last 5 s is above this, ms (0: off)", F(server.admit_p99_ms)),
+      Key("server.admit_speed_step", "admit-speed-step", "max_sessions = auto: a re-encoding session is costed with its encoder at this speed step of its ladder, at what the sessions measured there (0: the configured speed; 1: vp8 cpu-used -10, h264 superfast, about -0.5 dB); the step's cost is the configured speed's until a session ran there", F(server.admit_speed_step)),
       Key("server.cpu_share", "cpu-share", "share of those cores sessions may take before new ones are refused (max_sessions = auto)", F(server.cpu_share)),
       Key("server.drain_timeout_s", "drain-timeout-s", "SIGTERM or POST /v1/drain: running sessions may go on this long, s (0: SIGTERM ends them at once)", F(server.drain_timeout_s)),
       Key("server.bypass_forward", "", "bypass forwards the publisher's frames (a decode, no re-encode); false: re-encode them", F(server.bypass_forward)),

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "config/config.h"
+#include "media/codec.h"
 
 namespace veil {
 namespace {
@@ -43,6 +44,7 @@ Status Validate(const ServerSettings& v) {
     if (Status st = in(v.max_sessions, 1, 1024, "server.max_sessions"); !st) return st;
   for (Status st : {in(v.cores, 0.0, 4096.0, "server.cores"), in(v.cpu_share, 0.05, 1.0, "server.cpu_share"),
                     in(v.admit_p99_ms, 0.0, 1000.0, "server.admit_p99_ms"),
+                    in(v.admit_speed_step, 0, VideoEncoder::kMaxSpeedSteps - 1, "server.admit_speed_step"),
                     in(v.drain_timeout_s, 0.0, 86400.0, "server.drain_timeout_s"),
                     in(v.max_viewers, 1, 1024, "server.max_viewers"), in(v.viewer_queue, 1, 256, "server.viewer_queue"),
                     in(v.jitter_ms, 0, 2000, "server.jitter_ms"), in(v.budget_ms, 1.0, 10000.0, "server.budget_ms"),

@@ -40,6 +40,9 @@ class VideoEncoder {
   // `out`, each with the pts it was given. force_keyframe: e.g. a viewer joined or asked for one.
   virtual Status Encode(const Frame& f, bool force_keyframe, std::vector<EncodedFrame>& out) = 0;
   virtual Status Flush(std::vector<EncodedFrame>& out) = 0;
+  // The most speed steps counted apart per step (the capacity model's encode costs); every
+  // ladder fits (vp8: at most 9 steps, 5 from the default; h264: at most 10 presets, 3 from veryfast).
+  static constexpr int kMaxSpeedSteps = 10;
   // 0 .. max_speed_step(); out-of-range steps are clamped. Faster (a higher step) takes effect
   // on the next frame; slower on the next frame too for vp8, at the next regular keyframe for h264.
   virtual int max_speed_step() const = 0;

@@ -52,6 +52,12 @@ double UsableCores() {
 }
 
 Result<double> MeasureTranscodeMs(VideoCodec codec, const EncoderOptions& enc, int frames) {
+  auto t = MeasureTranscode(codec, enc, frames);
+  if (!t) return t.status();
+  return t->total_ms;
+}
+
+Result<TranscodeTiming> MeasureTranscode(VideoCodec codec, const EncoderOptions& enc, int frames) {
   constexpr int W = 1280, H = 720, kPan = 4;  // px per frame: a slow camera pan
   const int tw = W + kPan * (frames + 2), th = H + frames + 2;
   // Luma: large shapes, mid detail and fine grain, like a camera picture; chroma smoother.
@@ -79,7 +85,7 @@ Result<double> MeasureTranscodeMs(VideoCodec codec, const EncoderOptions& enc, i
   FramePtr f = MakeFrame(W, H);
   std::vector<EncodedFrame> packets;
   std::vector<FramePtr> decoded;
-  double cpu = 0;
+  double cpu = 0, encode_cpu = 0;
   int timed = 0;
   for (int i = 0; i < frames + 1; ++i) {  // frame 0: the keyframe, not timed
     const int x = kPan * i, y = i;
@@ -92,6 +98,7 @@ Result<double> MeasureTranscodeMs(VideoCodec codec, const EncoderOptions& enc, i
     packets.clear();
     const double t0 = ThreadCpuMs();
     if (Status s = (*encoder)->Encode(*f, i == 0, packets); !s) return s;
+    const double te = ThreadCpuMs();
     for (const EncodedFrame& p : packets) {
       decoded.clear();
       if (Status s = (*decoder)->Decode(p.data.data(), p.data.size(), p.pts, decoded); !s) return s;
@@ -99,11 +106,12 @@ Result<double> MeasureTranscodeMs(VideoCodec codec, const EncoderOptions& enc, i
     const double t1 = ThreadCpuMs();
     if (i > 0 && !packets.empty()) {
       cpu += t1 - t0;
+      encode_cpu += te - t0;
       ++timed;
     }
   }
   if (timed == 0) return Status::Error(std::string("the ") + Name(codec) + " encoder produced no frames");
-  return cpu / timed;
+  return TranscodeTiming{cpu / timed, encode_cpu / timed};
 }
 
 double PriorRatio(Mode mode, bool bypass_forward) {
@@ -115,8 +123,9 @@ double PriorRatio(Mode mode, bool bypass_forward) {
   return 2.3;
 }
 
-CapacityModel::CapacityModel(const CapacityOptions& o, std::map<VideoCodec, double> transcode_ms)
-    : o_(o), transcode_ms_(std::move(transcode_ms)) {}
+CapacityModel::CapacityModel(const CapacityOptions& o, std::map<VideoCodec, double> transcode_ms,
+                             std::map<VideoCodec, double> encode_ms)
+    : o_(o), transcode_ms_(std::move(transcode_ms)), encode_ms_(std::move(encode_ms)) {}
 
 double CapacityModel::TranscodeMs(VideoCodec codec) const {
   auto it = transcode_ms_.find(codec);
@@ -141,8 +150,48 @@ int CapacityModel::Samples(VideoCodec codec, Mode mode) const {
 std::vector<CapacityModel::Cost> CapacityModel::Costs() const {
   std::vector<Cost> out;
   for (const auto& [codec, ms] : transcode_ms_)
-    for (Mode m : {Mode::kAnonymize, Mode::kBypass, Mode::kFullBlur}) out.push_back({codec, m, Ratio(codec, m), Samples(codec, m)});
+    for (Mode m : {Mode::kAnonymize, Mode::kBypass, Mode::kFullBlur}) {
+      SessionLoad s;
+      s.codec = codec;
+      s.mode = m;
+      out.push_back({codec, m, Ratio(codec, m), Samples(codec, m), PlannedMsPerFrame(s)});
+    }
   return out;
+}
+
+double CapacityModel::EncodeMs(VideoCodec codec, int step) const {
+  {
+    MutexLock lk(mu_);
+    auto it = encode_.find({codec, step});
+    if (it != encode_.end() && it->second.samples > 0) return it->second.ratio;
+  }
+  if (step != 0) return -1;
+  auto it = encode_ms_.find(codec);
+  return it != encode_ms_.end() ? it->second : TranscodeMs(codec);
+}
+
+int CapacityModel::EncodeSamples(VideoCodec codec, int step) const {
+  MutexLock lk(mu_);
+  auto it = encode_.find({codec, step});
+  return it == encode_.end() ? 0 : it->second.samples;
+}
+
+double CapacityModel::PlanSavingMs(VideoCodec codec, Mode mode) const {
+  // A forwarding bypass session runs no encoder; step 0 plans nothing away.
+  if ((mode == Mode::kBypass && o_.bypass_forward) || o_.plan_speed_step <= 0) return 0;
+  const double planned = EncodeMs(codec, std::min(o_.plan_speed_step, VideoEncoder::kMaxSpeedSteps - 1));
+  if (planned < 0) return 0;  // that step not measured yet: the configured speed's cost
+  return std::max(0.0, EncodeMs(codec, 0) - planned);
+}
+
+void CapacityModel::LearnEncode(VideoCodec codec, int step, int w, int h, double encode_ms_per_frame) {
+  if (step < 0 || step >= VideoEncoder::kMaxSpeedSteps || !(encode_ms_per_frame > 0) || w <= 0 || h <= 0) return;
+  const double ms = encode_ms_per_frame / PixelsScale(w, h);
+  MutexLock lk(mu_);
+  Learned& l = encode_[{codec, step}];
+  const double rate = std::max(kLearnRate, 1.0 / double(l.samples + 1));
+  l.ratio = l.samples == 0 ? ms : l.ratio + rate * (ms - l.ratio);
+  ++l.samples;
 }
 
 double CapacityModel::PixelsScale(int w, int h) const {
@@ -154,9 +203,14 @@ double CapacityModel::CostMsPerFrame(const SessionLoad& s) const {
   return Ratio(s.codec, s.mode) * TranscodeMs(s.codec) * PixelsScale(s.width, s.height);
 }
 
+double CapacityModel::PlannedMsPerFrame(const SessionLoad& s) const {
+  const double full = Ratio(s.codec, s.mode) * TranscodeMs(s.codec);
+  // Never below a fifth of the full cost, whatever the steps' measurements say.
+  return std::max(0.2 * full, full - PlanSavingMs(s.codec, s.mode)) * PixelsScale(s.width, s.height);
+}
+
 double CapacityModel::CostMsPerS(const SessionLoad& s) const {
-  const double fps = std::max(s.fps, o_.fps);
-  return Ratio(s.codec, s.mode) * TranscodeMs(s.codec) * PixelsScale(s.width, s.height) * fps;
+  return PlannedMsPerFrame(s) * std::max(s.fps, o_.fps);
 }
 
 void CapacityModel::Learn(const SessionLoad& s, double cpu_ms_per_frame) {
@@ -192,6 +246,8 @@ CostLearner::StepResult CostLearner::Step(CapacityModel& model, const std::map<s
     double cpu_ms;
     uint64_t frames;
     bool steady;
+    double encode_cpu_ms[VideoEncoder::kMaxSpeedSteps];  // this interval's encodes at each speed step
+    uint64_t encode_frames[VideoEncoder::kMaxSpeedSteps];
   };
   std::vector<Interval> intervals;
   double threads_ms = 0;
@@ -205,8 +261,17 @@ CostLearner::StepResult CostLearner::Step(CapacityModel& model, const std::map<s
     const Previous p = known ? it->second : Previous{};
     Interval in{&r, r.cpu_ms - p.cpu_ms, r.frames - p.frames,
                 known && p.steps >= kWarmupSteps && r.load.mode == p.mode && r.load.width > 0 &&
-                    r.load.height > 0};
-    next[id] = Previous{r.cpu_ms, r.frames, r.load.mode, p.steps + 1};
+                    r.load.height > 0,
+                {}, {}};
+    Previous& n = next[id] = Previous{r.cpu_ms, r.frames, r.load.mode, p.steps + 1, {}, {}};
+    for (int k = 0; k < VideoEncoder::kMaxSpeedSteps; ++k) {
+      n.encode_cpu_ms[k] = r.encode_cpu_ms[k];
+      n.encode_frames[k] = r.encode_frames[k];
+      // Counters that went back (a new encoder's) leave this interval's encodes out.
+      const bool grew = r.encode_frames[k] >= p.encode_frames[k] && r.encode_cpu_ms[k] >= p.encode_cpu_ms[k];
+      in.encode_cpu_ms[k] = grew ? r.encode_cpu_ms[k] - p.encode_cpu_ms[k] : 0;
+      in.encode_frames[k] = grew ? r.encode_frames[k] - p.encode_frames[k] : 0;
+    }
     threads_ms += in.cpu_ms;
     intervals.push_back(in);
   }
@@ -217,6 +282,13 @@ CostLearner::StepResult CostLearner::Step(CapacityModel& model, const std::map<s
     return out;
   }
   if (!(threads_ms > 0)) return out;  // kIdle
+  for (const Interval& in : intervals) {
+    if (!in.steady) continue;
+    for (int k = 0; k < VideoEncoder::kMaxSpeedSteps; ++k)
+      if (in.encode_frames[k] >= kMinFrames)
+        model.LearnEncode(in.r->load.codec, k, in.r->load.width, in.r->load.height,
+                          in.encode_cpu_ms[k] / double(in.encode_frames[k]));
+  }
   if (model.Saturated(process_cpu_ms, wall_ms)) {
     ++saturated_steps_;
     out.outcome = Outcome::kSaturated;
@@ -226,8 +298,17 @@ CostLearner::StepResult CostLearner::Step(CapacityModel& model, const std::map<s
   const double share = std::clamp(process_cpu_ms / threads_ms, 1.0, kMaxShare);
   for (const Interval& in : intervals) {
     if (!in.steady || in.frames < kMinFrames) continue;
-    const double ms = in.cpu_ms * share / double(in.frames);
-    if (in.r->shed_level > 0 && !(ms > model.CostMsPerFrame(in.r->load))) continue;
+    double ms = in.cpu_ms * share / double(in.frames);
+    // Its encodes at a faster step than 0 as they would have cost at step 0 (per 720p frame,
+    // scaled to its size), with the share of the process's CPU they carried.
+    const double scale = double(in.r->load.width) * in.r->load.height / kDefaultPixels;
+    for (int k = 1; k < VideoEncoder::kMaxSpeedSteps; ++k) {
+      if (in.encode_frames[k] == 0) continue;
+      const double step0 = model.EncodeMs(in.r->load.codec, 0) * scale * double(in.encode_frames[k]);
+      ms += (step0 - in.encode_cpu_ms[k]) * share / double(in.frames);
+    }
+    const bool encoder_only = in.r->shed_level <= in.r->encoder_steps;
+    if (in.r->shed_level > 0 && !encoder_only && !(ms > model.CostMsPerFrame(in.r->load))) continue;
     model.Learn(in.r->load, ms);
     ++out.learned;
   }

@@ -12,6 +12,14 @@
 // HTTP). A session's load is its predicted CPU per second at its resolution
 // and frame rate (720p30 until its first frame). The node's budget is
 // cores x cpu_share; a session is admitted when it fits in what is left.
+//
+// The encoder's speed steps (server/speed_control.h): the learned ratio is what a session costs
+// with its encoder at the configured speed (step 0). The sessions also report their encode CPU
+// per speed step, and the model learns what an encode costs at each step (the encode part of
+// the standalone transcode is step 0's prior). A session that sheds only encoder speed is
+// learned too, its encode replaced by step 0's. Admission plans each re-encoding session with
+// its encoder at plan_speed_step (server.admit_speed_step), at the cost the sessions measured
+// there; until one ran there, at step 0's cost.
 #pragma once
 #include <cstdint>
 #include <map>
@@ -21,6 +29,7 @@
 
 #include "core/mutex.h"
 #include "core/status.h"
+#include "media/codec.h"
 #include "media/media_types.h"
 #include "media/video_codec.h"
 #include "privacy/privacy_stage.h"
@@ -34,6 +43,11 @@ double UsableCores();
 // synthetic panning 1280x720 picture (textured like a camera picture) with
 // these encoder settings, after a warm-up keyframe. One thread, like a session.
 Result<double> MeasureTranscodeMs(VideoCodec codec, const EncoderOptions& enc, int frames = 24);
+struct TranscodeTiming {
+  double total_ms = 0;   // decode + encode, per frame
+  double encode_ms = 0;  // the encode alone
+};
+Result<TranscodeTiming> MeasureTranscode(VideoCodec codec, const EncoderOptions& enc, int frames = 24);
 
 struct CapacityOptions {
   double cores = 1;          // usable cores
@@ -41,7 +55,10 @@ struct CapacityOptions {
   double fps = 30;           // the frame rate a session is assumed to run at (at least)
   int width = 1280, height = 720;  // a session's assumed size until its first frame
   bool bypass_forward = true;      // bypass sessions forward (decode only) rather than re-encode
+  // Admission plans a re-encoding session's encoder at this speed step (0: the configured speed).
+  int plan_speed_step = 1;
 };
+
 
 // What one session costs and what it runs at, for the model.
 struct SessionLoad {
@@ -53,15 +70,28 @@ struct SessionLoad {
 
 class CapacityModel {
  public:
-  // transcode_ms: codec -> measured standalone ms per 720p frame.
-  CapacityModel(const CapacityOptions& o, std::map<VideoCodec, double> transcode_ms);
+  // transcode_ms: codec -> measured standalone ms per 720p frame; encode_ms: the encode's part
+  // of it (a codec not there: the whole transcode counts as its encode's prior).
+  CapacityModel(const CapacityOptions& o, std::map<VideoCodec, double> transcode_ms,
+                std::map<VideoCodec, double> encode_ms = {});
 
-  // Predicted CPU ms per second of a session.
+  // Predicted CPU ms per second of a session, its encoder at the plan step (admission).
   double CostMsPerS(const SessionLoad& s) const;
-  // Predicted CPU ms per frame of a session at its size (the default size when unknown).
+  // Predicted CPU ms per frame of a session at its size (the default size when unknown), its
+  // encoder at the configured speed (step 0).
   double CostMsPerFrame(const SessionLoad& s) const;
-  // Learns from a session's measured CPU per frame (ms) at its size and mode.
+  // The same with its encoder at the plan step (step 0's cost until that step was measured).
+  double PlannedMsPerFrame(const SessionLoad& s) const;
+  // Learns from a session's measured CPU per frame (ms) at its size and mode, its encoder at step 0.
   void Learn(const SessionLoad& s, double cpu_ms_per_frame);
+  // Learns what an encode of codec costs at a speed step: ms per frame at w x h.
+  void LearnEncode(VideoCodec codec, int step, int w, int h, double encode_ms_per_frame);
+  // Encode CPU ms per 720p frame at a step: learned, else (step 0) the transcode's encode part;
+  // -1: a step > 0 not measured yet.
+  double EncodeMs(VideoCodec codec, int step) const;
+  int EncodeSamples(VideoCodec codec, int step) const;
+  // What planning the encoder at the plan step takes off a 720p frame of this codec and mode.
+  double PlanSavingMs(VideoCodec codec, Mode mode) const;
   // Whether the process took more than kSaturatedShare of the node's cores over an interval:
   // then its sessions contend for the cores and each frame costs more than it does below that
   // (forwarded H.264 sessions: 3.1-3.5 ms a frame learned at 78% of two cores, 5.9 after a ramp
@@ -87,6 +117,7 @@ class CapacityModel {
     Mode mode;
     double ratio = 0;  // CPU per frame / transcode
     int samples = 0;   // 0: the prior
+    double planned_ms = 0;  // CPU per 720p frame with the encoder at the plan step
   };
   // Every (codec, mode): the measured codecs x the three modes.
   std::vector<Cost> Costs() const;
@@ -101,6 +132,8 @@ class CapacityModel {
     int samples = 0;
   };
   std::map<std::pair<VideoCodec, Mode>, Learned> learned_ GUARDED_BY(mu_);
+  const std::map<VideoCodec, double> encode_ms_;  // the transcodes' encode parts
+  std::map<std::pair<VideoCodec, int>, Learned> encode_ GUARDED_BY(mu_);  // .ratio: ms per 720p frame
 };
 
 // What a running session shows at a learning step, read from it once a second.
@@ -109,6 +142,10 @@ struct SessionReading {
   double cpu_ms = 0;    // its own threads' CPU so far (decode, privacy, encode)
   uint64_t frames = 0;  // frames decoded so far
   int shed_level = 0;   // 0: it runs at full settings
+  int encoder_steps = 0;  // its encoder's last speed step: shed levels up to it are encoder speed alone
+  // Its encodes so far at each speed step: CPU ms of the encode calls, and frames.
+  double encode_cpu_ms[VideoEncoder::kMaxSpeedSteps] = {};
+  uint64_t encode_frames[VideoEncoder::kMaxSpeedSteps] = {};
 };
 
 // Teaches a CapacityModel from the sessions' readings, once a second, and leaves out every
@@ -119,9 +156,14 @@ struct SessionReading {
 //   process's CPU, which is shared out over the others' frames);
 // - a saturated interval (CapacityModel::Saturated: the sessions contend for the cores);
 // - per session: one that changed mode, has no size yet, or decoded fewer than kMinFrames
-//   frames; and one that sheds load (a faster encoder, sparser detection: it costs less than
-//   the model's sessions), unless it costs more than the model says even so: then the model is
-//   low, and it learns (a node whose sessions all shed would otherwise never learn).
+//   frames; and one that sheds detection (a trimmed window, sparser detection: it costs less
+//   than the model's sessions), unless it costs more than the model says even so: then the
+//   model is low, and it learns (a node whose sessions all shed would otherwise never learn).
+//   A session that sheds encoder speed alone is learned, its encodes costed at step 0
+//   (CapacityModel::EncodeMs) instead of what they took.
+// Each interval that is not a change also teaches the encode's cost at every speed step a
+// steady session encoded at least kMinFrames frames at (its encode calls' own thread CPU, which
+// contention for the cores hardly moves).
 // The process's CPU beyond the sessions' threads (inference, packetization, viewers, HTTP) is
 // shared out over the sessions in proportion to their own, by at most kMaxShare.
 // Not thread-safe: the caller serialises Step.
@@ -146,6 +188,8 @@ class CostLearner {
     uint64_t frames = 0;
     Mode mode = Mode::kAnonymize;
     int steps = 0;  // learning steps the session has been through
+    double encode_cpu_ms[VideoEncoder::kMaxSpeedSteps] = {};
+    uint64_t encode_frames[VideoEncoder::kMaxSpeedSteps] = {};
   };
   std::map<std::string, Previous> previous_;
   int64_t saturated_steps_ = 0;

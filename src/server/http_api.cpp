@@ -300,8 +300,17 @@ void HttpApi::Routes() {
     json costs = json::array();
     for (const CapacityModel::Cost& k : c.costs)
       costs.push_back({{"codec", Name(k.codec)}, {"mode", ModeName(k.mode)}, {"cpu_per_frame_vs_transcode", k.ratio},
-                       {"cpu_ms_per_720p_frame", k.ratio * c.transcode_ms_by_codec.at(Name(k.codec))}, {"samples", k.samples}});
+                       {"cpu_ms_per_720p_frame", k.ratio * c.transcode_ms_by_codec.at(Name(k.codec))},
+                       {"planned_cpu_ms_per_720p_frame", k.planned_ms}, {"samples", k.samples}});
     body["capacity"]["transcode_ms_by_codec"] = c.transcode_ms_by_codec;
+    body["capacity"]["admit_speed_step"] = c.plan_speed_step;
+    json enc = json::object();
+    for (const auto& [codec, steps] : c.encode_by_codec) {
+      json a = json::array();
+      for (const CapacityState::EncodeStep& e : steps) a.push_back({{"step", e.step}, {"encode_ms", e.ms}, {"samples", e.samples}});
+      enc[codec] = a;
+    }
+    body["capacity"]["encode_ms_by_step"] = enc;
     body["capacity"]["costs"] = costs;
     if (ClusterRegistry* cluster = cluster_.load())
       body["cluster"] = {{"node", cluster->settings().node_id}, {"url", cluster->settings().public_url},

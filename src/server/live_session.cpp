@@ -388,6 +388,7 @@ void LiveSession::ProcessOne(Decoded& item) {
     enc_h_ = f.height;
     trim_steps_ = cfg_.shed_trim ? privacy_->trim_steps(f.width, f.height) : 0;
     speed_.set_max_level(encoder_->max_speed_step() + trim_steps_ + privacy_->max_extra_every());
+    enc_max_step_ = encoder_->max_speed_step();
     max_shed_level_ = speed_.max_level();
     Shed(t1);
   }
@@ -404,9 +405,14 @@ void LiveSession::ProcessOne(Decoded& item) {
     next_keyframe_ms_ = PeriodPhases::NextAt(item.decoded_ms + 1e-3, cfg_.first_keyframe_ms, 0,
                                                cfg_.keyframe_period_ms);
   }
+  const double enc_cpu0 = ThreadCpuMs();
   if (Status s = encoder_->Encode(f, key, packets); !s) {
     Fail("encoder: " + s.message());
     return;
+  }
+  if (const int k = encoder_->speed_step(); k >= 0 && k < VideoEncoder::kMaxSpeedSteps) {
+    enc_cpu_ms_[size_t(k)].fetch_add(ThreadCpuMs() - enc_cpu0);
+    enc_frames_[size_t(k)].fetch_add(1);
   }
   if (const int64_t fc = encoder_->fast_cut_frames(); fc > enc_fast_cuts_seen_) {
     m_fast_cuts_->Inc(double(fc - enc_fast_cuts_seen_));

@@ -18,6 +18,7 @@
 // publisher's own compressed frames instead (live_session_forward.cpp): no
 // queue, no encode, one outgoing RTP stream across mode switches.
 #pragma once
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <deque>
@@ -182,6 +183,15 @@ class LiveSession {
   // CPU the session's own work took (its decode, privacy and encode, on whichever thread ran
   // them), ms since it started: the capacity model learns from it (server/capacity.h).
   double cpu_ms() const { return cpu_ms_.load(); }
+  // Its encode calls' own thread CPU (ms) and frames so far, at each encoder speed step.
+  void EncodeBySteps(double* cpu_ms, uint64_t* frames) const {
+    for (int k = 0; k < VideoEncoder::kMaxSpeedSteps; ++k) {
+      cpu_ms[k] = enc_cpu_ms_[size_t(k)].load();
+      frames[k] = enc_frames_[size_t(k)].load();
+    }
+  }
+  // Its encoder's last speed step (0 before it has an encoder).
+  int encoder_steps() const { return enc_max_step_.load(); }
   // What the capacity model needs once a second, without building stats().
   uint64_t frames_in() const { return frames_in_.load(); }
   int width() const { return out_w_.load(); }
@@ -319,6 +329,9 @@ class LiveSession {
   std::atomic<uint64_t> frames_in_{0}, frames_out_{0}, stale_{0}, decode_errors_{0};
   std::atomic<double> last_packet_ms_{-1};
   std::atomic<double> cpu_ms_{0};
+  std::array<std::atomic<double>, VideoEncoder::kMaxSpeedSteps> enc_cpu_ms_{};
+  std::array<std::atomic<uint64_t>, VideoEncoder::kMaxSpeedSteps> enc_frames_{};
+  std::atomic<int> enc_max_step_{0};
   std::atomic<double> fps_in_{0}, fps_out_{0};
   mutable Mutex mu_;
   PrivacyCounters privacy_counters_ GUARDED_BY(mu_);  // copied from the worker

@@ -20,15 +20,20 @@ Status SessionManager::StartCapacity(MetricsRegistry* metrics) {
   co.cpu_share = deps_.server.cpu_share;
   co.bypass_forward = deps_.server.bypass_forward;
   co.fps = deps_.privacy.fps;
-  std::map<VideoCodec, double> transcode;
+  co.plan_speed_step = deps_.server.admit_speed_step;
+  std::map<VideoCodec, double> transcode, encode;
   const double c0 = NowMs();
   for (const VideoCodecInfo& vc : VideoCodecs()) {
-    auto ms = MeasureTranscodeMs(vc.codec, deps_.encoder);
-    if (ms) transcode[vc.codec] = *ms;
-    else spdlog::warn("cannot time a {} transcode ({}): its sessions are costed as the dearest codec", vc.name, ms.error());
+    auto t = MeasureTranscode(vc.codec, deps_.encoder);
+    if (t) {
+      transcode[vc.codec] = t->total_ms;
+      encode[vc.codec] = t->encode_ms;
+    } else {
+      spdlog::warn("cannot time a {} transcode ({}): its sessions are costed as the dearest codec", vc.name, t.error());
+    }
   }
   if (transcode.empty()) return Status::Error("cannot time a standalone transcode: the capacity model has no limit");
-  capacity_ = std::make_unique<CapacityModel>(co, transcode);
+  capacity_ = std::make_unique<CapacityModel>(co, transcode, encode);
   const CapacityState cs = Capacity();
   spdlog::info("capacity: {:g} cores, a standalone 720p transcode takes {} (timed in {:.0f} ms); limit {:.1f} {} "
                "sessions; {}",
@@ -120,6 +125,12 @@ CapacityState SessionManager::Capacity() const {
   c.default_kind = DefaultKind();
   for (const VideoCodecInfo& vc : VideoCodecs()) c.transcode_ms_by_codec[vc.name] = capacity_->TranscodeMs(vc.codec);
   c.costs = capacity_->Costs();
+  c.plan_speed_step = capacity_->options().plan_speed_step;
+  for (const VideoCodecInfo& vc : VideoCodecs())
+    for (int k = 0; k < VideoEncoder::kMaxSpeedSteps; ++k) {
+      const int n = capacity_->EncodeSamples(vc.codec, k);
+      if (k == 0 || n > 0) c.encode_by_codec[vc.name].push_back({k, capacity_->EncodeMs(vc.codec, k), n});
+    }
   MutexLock lk(mu_);
   c.load_ms_per_s = LoadMsPerS();
   c.saturated_seconds = learner_.saturated_steps();
@@ -145,6 +156,8 @@ void SessionManager::LearnCosts(double process_cpu_ms, double wall_ms) {
     r.cpu_ms = ls.cpu_ms();
     r.frames = ls.frames_in();
     r.shed_level = e.shed_level;
+    r.encoder_steps = ls.encoder_steps();
+    ls.EncodeBySteps(r.encode_cpu_ms, r.encode_frames);
   }
   learner_.Step(*capacity_, readings, process_cpu_ms, wall_ms);
 }

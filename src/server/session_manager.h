@@ -67,6 +67,13 @@ struct CapacityState {
   std::string default_kind;     // e.g. "anonymized vp8 720p30"
   std::map<std::string, double> transcode_ms_by_codec;
   std::vector<CapacityModel::Cost> costs;  // the whole model
+  int plan_speed_step = 0;                 // server.admit_speed_step
+  struct EncodeStep {
+    int step = 0;
+    double ms = 0;    // encode CPU per 720p frame
+    int samples = 0;  // 0: step 0's prior (the standalone transcode's encode)
+  };
+  std::map<std::string, std::vector<EncodeStep>> encode_by_codec;  // step 0 and every step measured
 };
 
 // Admission by latency (server.admit_p99_ms; max_sessions = auto): the reason to refuse a new

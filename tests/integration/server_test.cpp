@@ -270,6 +270,18 @@ TEST(Server, AdmitsByMeasuredCapacity) {
   EXPECT_NEAR(cap["limit_sessions"].get<double>(), (1000.0 / 30) / transcode, 1e-6);
   EXPECT_EQ(cap["cost_saturated_seconds"].get<int>(), 0);  // an idle node has skipped nothing
   const double per = cap["cost_ratio"].get<double>() * transcode * 30;  // CPU ms/s of one 720p30 session
+  // Admission plans the encoder one speed step faster (server.admit_speed_step), but no session has
+  // run there yet: the plan is the configured speed's cost. Step 0's encode is the standalone
+  // transcode's encode, a part of it.
+  EXPECT_EQ(cap["admit_speed_step"], 1);
+  ASSERT_EQ(cap["encode_ms_by_step"]["vp8"].size(), 1u) << cap.dump();
+  const json enc0 = cap["encode_ms_by_step"]["vp8"][0];
+  EXPECT_EQ(enc0["step"], 0);
+  EXPECT_EQ(enc0["samples"], 0);
+  EXPECT_GT(enc0["encode_ms"].get<double>(), 0.1);
+  EXPECT_LT(enc0["encode_ms"].get<double>(), transcode);
+  for (const json& k : cap["costs"])
+    EXPECT_NEAR(k["planned_cpu_ms_per_720p_frame"].get<double>(), k["cpu_ms_per_720p_frame"].get<double>(), 1e-6);
   const int n = cap["sessions"].get<int>();
   EXPECT_EQ(n, std::max(1, int(std::floor(budget / per + 1e-9))));
   ASSERT_LE(n, 8) << "one core carries a handful at most";
@@ -409,6 +421,16 @@ TEST(Server, ShedsEncoderSpeedThenCadenceThenViewersThenTheNewestSession) {
   }
   std::printf("level back to %d %.1f s after the hog stopped\n", level, (NowMs() - healed) / 1000);
   EXPECT_EQ(level, 0);
+  // The capacity model learned what the session's encodes cost at the step it ran at for
+  // seconds (cpu-used -16, step 4), from its encode calls' own CPU. Not compared with step 0:
+  // under the hog, frames go stale and each encoded one differs more from its reference; here
+  // step 4 read 6.4 ms a 720p frame against step 0's 5.7 (the standalone transcode's encode).
+  const json enc = server.Call("GET", "/readyz").body["capacity"]["encode_ms_by_step"]["vp8"];
+  std::printf("encode ms a 720p frame by step: %s\n", enc.dump().c_str());
+  double step4 = -1;
+  for (const json& e : enc)
+    if (e["step"] == 4 && e["samples"].get<int>() > 0) step4 = e["encode_ms"].get<double>();
+  EXPECT_GT(step4, 0) << "nothing learned at cpu-used -16: " << enc.dump();
   EXPECT_EQ(server.Call("POST", "/v1/sessions/old/viewers", R"({"host":"127.0.0.1","video_port":40999})").status, 201);
   feed_old.Stop();
   feed_new.Stop();

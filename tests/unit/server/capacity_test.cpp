@@ -157,6 +157,12 @@ struct Reading {
     r.frames += frames;
     return *this;
   }
+  // The same, `encode_ms` of each frame's `ms` its encode at speed step `step`.
+  Reading& RunEncoding(double ms, double encode_ms, int step, uint64_t frames = 30) {
+    r.encode_cpu_ms[step] += encode_ms * double(frames);
+    r.encode_frames[step] += frames;
+    return Run(ms, frames);
+  }
 };
 
 using Readings = std::map<std::string, SessionReading>;
@@ -296,6 +302,96 @@ TEST(CostLearner, ASheddingSessionOnlyRaisesTheModel) {
   a.r.shed_level = 0;
   EXPECT_EQ(StepOnce(l, m, {{"a", &a.Run(25)}}, 750).learned, 1);
   EXPECT_NEAR(m.Ratio(VideoCodec::kVp8, Mode::kAnonymize), 2.75, 1e-9);
+}
+
+TEST(Capacity, PlansTheEncoderAtTheAdmitStepOnceThatStepWasMeasured) {
+  CapacityOptions o = TwoCores();
+  o.plan_speed_step = 1;
+  // A 10-ms transcode of which the encode is 7 ms; the prior: 2.3 x 10 = 23 ms a frame.
+  CapacityModel m(o, {{VideoCodec::kVp8, 10.0}}, {{VideoCodec::kVp8, 7.0}});
+  EXPECT_NEAR(m.EncodeMs(VideoCodec::kVp8, 0), 7.0, 1e-9);
+  EXPECT_EQ(m.EncodeMs(VideoCodec::kVp8, 1), -1);
+  // Step 1 not measured yet: planned at the configured speed's cost.
+  EXPECT_NEAR(m.PlannedMsPerFrame(Session(Mode::kAnonymize)), 23, 1e-9);
+  EXPECT_NEAR(m.CostMsPerS(Session(Mode::kAnonymize)), 23 * 30, 1e-9);
+  // A 360p session's encodes at step 1: 1 ms a frame, 4 ms a 720p frame; 3 ms less than step 0's.
+  m.LearnEncode(VideoCodec::kVp8, 1, 640, 360, 1.0);
+  EXPECT_NEAR(m.EncodeMs(VideoCodec::kVp8, 1), 4.0, 1e-9);
+  EXPECT_EQ(m.EncodeSamples(VideoCodec::kVp8, 1), 1);
+  EXPECT_NEAR(m.PlannedMsPerFrame(Session(Mode::kAnonymize)), 20, 1e-9);
+  EXPECT_NEAR(m.CostMsPerS(Session(Mode::kAnonymize, 640, 360)), 20 * 30 / 4.0, 1e-9);
+  EXPECT_NEAR(m.CostMsPerFrame(Session(Mode::kAnonymize)), 23, 1e-9);  // at the configured speed
+  // Step 0 measured in a session (8 ms) replaces the transcode's prior: 4 ms planned off.
+  m.LearnEncode(VideoCodec::kVp8, 0, 1280, 720, 8.0);
+  EXPECT_NEAR(m.PlannedMsPerFrame(Session(Mode::kAnonymize)), 19, 1e-9);
+  EXPECT_NEAR(m.PlannedMsPerFrame(Session(Mode::kFullBlur)), 1.8 * 10 - 4, 1e-9);
+  // A forwarding bypass session runs no encoder.
+  EXPECT_NEAR(m.PlannedMsPerFrame(Session(Mode::kBypass)), 0.4 * 10, 1e-9);
+  // Capacity counts the planned cost: 1000 ms/s / (19 x 30) = 1.75 -> 1; at step 0, 23 x 30 -> 1.
+  EXPECT_EQ(m.CapacitySessions(VideoCodec::kVp8, Mode::kAnonymize), 1);
+  EXPECT_EQ(m.CapacitySessions(VideoCodec::kVp8, Mode::kBypass), 8);
+  // server.admit_speed_step 0 plans nothing away.
+  o.plan_speed_step = 0;
+  CapacityModel at0(o, {{VideoCodec::kVp8, 10.0}}, {{VideoCodec::kVp8, 7.0}});
+  at0.LearnEncode(VideoCodec::kVp8, 1, 1280, 720, 4.0);
+  EXPECT_NEAR(at0.PlannedMsPerFrame(Session(Mode::kAnonymize)), 23, 1e-9);
+  // Nor does a step that costs more than step 0, and no plan goes below a fifth of the full cost.
+  o.plan_speed_step = 2;
+  CapacityModel odd(o, {{VideoCodec::kVp8, 10.0}}, {{VideoCodec::kVp8, 7.0}});
+  odd.LearnEncode(VideoCodec::kVp8, 2, 1280, 720, 9.0);
+  EXPECT_NEAR(odd.PlannedMsPerFrame(Session(Mode::kAnonymize)), 23, 1e-9);
+  odd.Learn(Session(Mode::kAnonymize, 1280, 720), 5.0);  // 0.5x: 5 ms a frame
+  odd.LearnEncode(VideoCodec::kVp8, 0, 1280, 720, 30.0);
+  EXPECT_NEAR(odd.PlannedMsPerFrame(Session(Mode::kAnonymize)), 1.0, 1e-9);
+}
+
+TEST(CostLearner, ASessionSheddingEncoderSpeedAloneIsLearnedAtStepZerosEncodeCost) {
+  // Transcode 10 ms, its encode 7: the session's encodes at step 0 are costed 7 ms until measured.
+  CapacityModel m(TwoCores(), {{VideoCodec::kVp8, 10.0}}, {{VideoCodec::kVp8, 7.0}});
+  CostLearner l;
+  Reading a;
+  a.r.encoder_steps = 4;
+  for (int i = 0; i < 3; ++i) StepOnce(l, m, {{"a", &a.RunEncoding(15, 4, 1)}}, 450);
+  // At step 1 (shed level 1, an encoder step) 15 ms a frame, 4 of them the encode: 18 at step 0.
+  a.r.shed_level = 1;
+  const auto r = StepOnce(l, m, {{"a", &a.RunEncoding(15, 4, 1)}}, 450);
+  EXPECT_EQ(r.learned, 1);
+  EXPECT_NEAR(m.Ratio(VideoCodec::kVp8, Mode::kAnonymize), 1.8, 1e-9);
+  EXPECT_NEAR(m.EncodeMs(VideoCodec::kVp8, 1), 4.0, 1e-9);
+  EXPECT_EQ(m.EncodeSamples(VideoCodec::kVp8, 1), 1);
+  EXPECT_EQ(m.EncodeSamples(VideoCodec::kVp8, 0), 0);
+  // Planned at step 1 (the default): 18 - (7 - 4) = 15 ms a frame.
+  EXPECT_NEAR(m.PlannedMsPerFrame(Session(Mode::kAnonymize)), 15, 1e-9);
+  // Half its frames at step 0 (8 ms encodes: learned) and half at step 2 (3 ms), 12 ms a frame
+  // in all: its step-2 encodes count at step 0's 8 ms, 14.5 ms a frame at step 0.
+  a.r.shed_level = 2;
+  const auto r2 = StepOnce(l, m, {{"a", &a.RunEncoding(12, 8, 0, 15).RunEncoding(12, 3, 2, 15)}}, 360);
+  EXPECT_EQ(r2.learned, 1);
+  EXPECT_NEAR(m.EncodeMs(VideoCodec::kVp8, 0), 8.0, 1e-9);
+  EXPECT_NEAR(m.EncodeMs(VideoCodec::kVp8, 2), 3.0, 1e-9);
+  EXPECT_NEAR(m.Ratio(VideoCodec::kVp8, Mode::kAnonymize), (1.8 + 1.45) / 2, 1e-9);
+  // Past its encoder's steps (sparser detection), below the model: left out as before.
+  a.r.shed_level = 5;
+  EXPECT_EQ(StepOnce(l, m, {{"a", &a.RunEncoding(10, 3, 4)}}, 300).learned, 0);
+  EXPECT_NEAR(m.EncodeMs(VideoCodec::kVp8, 4), 3.0, 1e-9);  // its encodes still teach step 4
+}
+
+TEST(CostLearner, EncodeCountersThatWentBackTeachNothing) {
+  CapacityModel m(TwoCores(), {{VideoCodec::kVp8, 10.0}}, {{VideoCodec::kVp8, 7.0}});
+  CostLearner l;
+  Reading a;
+  a.r.encoder_steps = 4;
+  for (int i = 0; i < 4; ++i) StepOnce(l, m, {{"a", &a.RunEncoding(10, 5, 1)}}, 300);
+  ASSERT_EQ(m.EncodeSamples(VideoCodec::kVp8, 1), 1);
+  // A new encoder (another size) restarts nothing in the session, but a counter that went back
+  // is not an interval's cost.
+  a.r.encode_cpu_ms[1] = 10;
+  a.r.encode_frames[1] = 2;
+  StepOnce(l, m, {{"a", &a.Run(10)}}, 300);
+  EXPECT_EQ(m.EncodeSamples(VideoCodec::kVp8, 1), 1);
+  // Fewer than kMinFrames at a step teach nothing of that step.
+  StepOnce(l, m, {{"a", &a.RunEncoding(10, 2, 3, 9)}}, 90);
+  EXPECT_EQ(m.EncodeSamples(VideoCodec::kVp8, 3), 0);
 }
 
 TEST(CostLearner, NoCpuNoLearning) {
