@@ -5,7 +5,8 @@
 #     tool says which counts pass (every session > 25 fps and p99 processing < 33.3 ms);
 #     /readyz then gives the capacity the model predicts, learned from those sessions;
 #  2. "auto": a fresh server with server.max_sessions = auto is offered one more session than
-#     the largest stage; the tables show how many it admitted and whether they passed.
+#     the largest stage; the stage it refuses in part runs with the sessions it admitted (veil
+#     load --run-admitted); the tables show how many it admitted and whether they passed.
 # Tables in $OUT (out/capacity). Env: STAGE_SECONDS (20), AUTO_ARGS (more flags for the auto server,
 # e.g. "--cpu-share 0.75"), SKIP_MEASURED (set: only the auto server), AUTO_ALL_STAGES (set: the auto run tries every stage even after one fails, to show what it admits), BUILD_DIR (build), KINDS (all four: a space-separated
 # subset of vp8-anonymize vp8-bypass h264-anonymize h264-bypass).
@@ -47,7 +48,7 @@ run() {  # $1 label, $2 mode, $3 input, $4 stages, $5 auto stages
   # shellcheck disable=SC2086
   start_server "$label-auto" --mode "$mode" ${AUTO_ARGS:-}
   curl -s "$url/readyz" > "$out/$label-auto-readyz-before.json"
-  "$veil" load --server "$url" -i "$input" --stages "$auto" --stage-seconds "$secs" ${AUTO_ALL_STAGES:+--all-stages} \
+  "$veil" load --server "$url" -i "$input" --stages "$auto" --stage-seconds "$secs" ${AUTO_ALL_STAGES:+--all-stages} --run-admitted \
     --label "$label auto" --out "$out/$label-auto" || true
   capacity > "$out/$label-auto-model.json"
   stop_server

@@ -98,6 +98,8 @@ Status Validate(const LoadOptions& o) {
 
 json StageResult::ToJson() const {
   json j = {{"sessions", sessions},
+            {"offered", offered > 0 ? offered : sessions},
+            {"refused", refused},
             {"passed", passed},
             {"verdict", verdict},
             {"window_s", window_s},
@@ -116,6 +118,7 @@ json StageResult::ToJson() const {
             {"server_cpu_ms_per_frame", server_cpu_ms_per_frame},
             {"page_poll", {{"snapshots_per_s", page_snapshots_per_s}, {"snapshot_ms", page_snapshot_ms}, {"failures", page_failures}}},
             {"session_fps", session_fps}};
+  if (refused > 0) j["refusal"] = refusal;
   for (const auto& [k, v] : stage_mean_ms) j["stage_mean_ms"][k] = v;
   for (const auto& [k, v] : stage_p99_ms) j["stage_p99_ms"][k] = v;
   j["nodes"] = json::object();
@@ -231,6 +234,33 @@ Result<LoadRun> RunLoad(const LoadOptions& o, const std::function<void(const std
         failure = r.error();
         break;
       }
+      if (r->status == 503 && o.run_admitted && i > 0) {
+        // The node is full: the admitted run the stage; each remaining one is offered as well,
+        // and must be refused the same way (before any media).
+        res.refused = 1;
+        res.refusal = r->error();
+        for (int k = i + 1; k < n && failure.empty(); ++k) {
+          auto more = ApiClient::Create(o.server, o.token);
+          if (!more) {
+            failure = more.error();
+            break;
+          }
+          json again = req;
+          again["id"] = prefix + std::to_string(si) + "-" + std::to_string(k);
+          auto rk = (*more)->Call("POST", "/v1/sessions", again);
+          if (!rk) {
+            failure = rk.error();
+          } else if (rk->status == 201) {
+            (*more)->Call("DELETE", "/v1/sessions/" + again["id"].get<std::string>());
+            failure = fmt::format("the server admitted session {} of {} after refusing session {}", k + 1, n, i + 1);
+          } else if (rk->status == 503) {
+            ++res.refused;
+          } else {
+            failure = fmt::format("session {} of {}: HTTP {} where 503 was expected: {}", k + 1, n, rk->status, rk->error());
+          }
+        }
+        break;
+      }
       if (r->status != 201) {
         failure = "the server refused session " + std::to_string(i + 1) + " of " + std::to_string(n) + ": " + r->error();
         break;
@@ -264,6 +294,10 @@ Result<LoadRun> RunLoad(const LoadOptions& o, const std::function<void(const std
         break;
       }
       raw->pub = std::move(*p);
+    }
+    if (res.refused > 0) {
+      res.offered = n;
+      res.sessions = int(sessions.size());
     }
     if (!failure.empty()) {
       cleanup();
@@ -450,10 +484,17 @@ Result<LoadRun> RunLoad(const LoadOptions& o, const std::function<void(const std
                         : fmt::format("p99 processing latency {:.1f} ms (pass: < {:.1f})", res.proc_p99_ms, o.pass_p99_ms);
     cleanup();
     if (progress)
-      progress(fmt::format("stage {}/{}: {} sessions: {:.1f} fps (worst {:.1f}), p99 processing {:.1f} ms, server CPU {:.0f}% -> {}",
-                           si + 1, o.stages.size(), n, res.fps_mean, res.fps_worst, res.proc_p99_ms, res.server_cpu_pct,
+      progress(fmt::format("stage {}/{}: {} sessions{}: {:.1f} fps (worst {:.1f}), p99 processing {:.1f} ms, server CPU {:.0f}% -> {}",
+                           si + 1, o.stages.size(), res.sessions,
+                           res.refused > 0 ? fmt::format(" admitted of {} offered ({} refused)", n, res.refused) : "",
+                           res.fps_mean, res.fps_worst, res.proc_p99_ms, res.server_cpu_pct,
                            res.passed ? "pass" : "FAIL: " + res.verdict));
     run.stages.push_back(res);
+    if (res.refused > 0) {
+      run.stopped = fmt::format("{} of {} offered sessions admitted and measured, {} refused with 503: {}", res.sessions,
+                                n, res.refused, res.refusal);
+      break;
+    }
     if (!res.passed && !o.all_stages) break;
   }
   return run;

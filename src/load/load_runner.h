@@ -26,6 +26,10 @@ struct LoadOptions {
   double pass_fps = 25, pass_p99_ms = 33.3;  // the field report's pass mark
   std::string label;                          // names the configuration in tables
   double page_poll_ms = 0;  // > 0: poll like an open operator page (load/page_poller.h) every this many ms
+  // A stage the server refuses in part (HTTP 503 before any media) runs with the sessions it
+  // admitted; the rest are still offered, each must be refused too; the run ends after it.
+  // false: a refusal stops the run there.
+  bool run_admitted = false;
 };
 // Checks the options (stage list, durations) without touching the server.
 Status Validate(const LoadOptions& o);
@@ -41,7 +45,9 @@ struct NodeFigures {
 };
 
 struct StageResult {
-  int sessions = 0;
+  int sessions = 0;  // the sessions measured (the admitted ones when some were refused)
+  int offered = 0, refused = 0;  // run_admitted: the stage's sessions, and how many got 503
+  std::string refusal;           // the first refusal's reason
   bool passed = false;
   std::string verdict;  // why it failed or stopped ("" when it passed)
   double window_s = 0;

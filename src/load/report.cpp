@@ -25,6 +25,12 @@ Status WriteFile(const std::string& path, const std::string& text) {
   return f ? Status::Ok() : Status::Error("cannot write " + path);
 }
 
+// "4", or "4 of 6 offered (2 refused: 503)" for a stage run with the admitted sessions.
+std::string SessionsCell(const StageResult& s) {
+  if (s.refused <= 0) return std::to_string(s.sessions);
+  return fmt::format("{} of {} offered ({} refused: 503)", s.sessions, s.offered, s.refused);
+}
+
 }  // namespace
 
 std::string MarkdownTable(const std::vector<LoadRun>& runs) {
@@ -35,7 +41,7 @@ std::string MarkdownTable(const std::vector<LoadRun>& runs) {
   for (const LoadRun& r : runs)
     for (const StageResult& s : r.stages) {
       if (s.window_s <= 0) {
-        o += fmt::format("| {} | {} | - | - | - | - | - | - | - | - | - | stopped: {} |\n", Label(r), s.sessions, s.verdict);
+        o += fmt::format("| {} | {} | - | - | - | - | - | - | - | - | - | stopped: {} |\n", Label(r), SessionsCell(s), s.verdict);
         continue;
       }
       std::string dom = "-";
@@ -43,7 +49,7 @@ std::string MarkdownTable(const std::vector<LoadRun>& runs) {
       for (const auto& [k, v] : s.stage_mean_ms)
         if (k != "detect" && v > best) best = v, dom = fmt::format("{} {:.1f} ms", k, v);  // detect is off the frame path
       o += fmt::format("| {} | {} | {:.2f} / {:.2f} | {:.2f} / {:.2f} ms | {:.1f} ms | {:.2f}% | {:.0f} | {:.2f}% | {:.0f}% | {:.0f}% | {} | {} |\n",
-                       Label(r), s.sessions, s.fps_mean, s.fps_worst, s.proc_mean_ms, s.proc_p99_ms, s.e2e_p99_ms,
+                       Label(r), SessionsCell(s), s.fps_mean, s.fps_worst, s.proc_mean_ms, s.proc_p99_ms, s.e2e_p99_ms,
                        s.stale_pct, s.fail_closed, s.viewer_loss_pct, s.server_cpu_pct, s.tool_cpu_pct, dom,
                        s.passed ? "yes" : "no: " + s.verdict);
     }

@@ -66,6 +66,43 @@ TEST(Load, ShortRampGivesSaneFigures) {
   EXPECT_EQ(server.Stop(), 0);
 }
 
+// --run-admitted: offered 3 sessions, a node with a cap of 2 admits 2 and refuses the 3rd with
+// 503 before any media; the stage is measured on the 2 admitted, the table and JSON say 2 of 3
+// with 1 refused and why, and the run ends there as asked (not an error exit).
+TEST(Load, RunAdmittedMeasuresTheAdmittedSessionsAndCountsTheRefused) {
+  ServerProcess server({"--max-sessions", "2"});
+  ASSERT_TRUE(server.ok()) << server.log();
+  const std::string out = TempPath("load-admitted");
+  RunResult r = RunVeil("load --server " + server.url() + " -i " + Media("sample_360p30.ivf") +
+                        " --stages 1,3,4 --stage-seconds 4 --warmup 1.5 --run-admitted --out " + out);
+  std::printf("%s\n", r.out.c_str());
+  EXPECT_TRUE(r.rc == 0 || r.rc == 1) << r.out;  // measured; 1 only if a stage missed the pass mark
+  const json j = ReadJson(out + "/load.json");
+  ASSERT_TRUE(j.is_object()) << "no load.json";
+  const json& stages = j["runs"][0]["stages"];
+  ASSERT_EQ(stages.size(), 2u) << "the run ends at the stage refused in part: " << j.dump();
+  EXPECT_EQ(stages[0]["refused"], 0);
+  const json& s = stages[1];
+  EXPECT_EQ(s["sessions"], 2);
+  EXPECT_EQ(s["offered"], 3);
+  EXPECT_EQ(s["refused"], 1);
+  EXPECT_NE(s["refusal"].get<std::string>().find("session limit reached"), std::string::npos) << s.dump();
+  EXPECT_GT(s["window_s"].get<double>(), 2.0);
+  EXPECT_EQ(s["session_fps"].size(), 2u);
+  for (const auto& fps : s["session_fps"]) EXPECT_GT(fps.get<double>(), 10.0) << s.dump();
+  EXPECT_NE(j["runs"][0]["stopped"].get<std::string>().find("2 of 3 offered sessions admitted"), std::string::npos);
+  std::ifstream md(out + "/load.md");
+  const std::string table((std::istreambuf_iterator<char>(md)), std::istreambuf_iterator<char>());
+  EXPECT_NE(table.find("| 2 of 3 offered (1 refused: 503) |"), std::string::npos) << table;
+  EXPECT_EQ(SessionsOn(server), 0u) << "the tool deletes every session it created";
+  // Without the flag the refusal stops the run (exit 3) and the stage is not measured.
+  RunResult stop = RunVeil("load --server " + server.url() + " -i " + Media("sample_360p30.ivf") +
+                           " --stages 3 --stage-seconds 4 --warmup 1.5 --out " + TempPath("load-refused"));
+  EXPECT_EQ(stop.rc, 3) << stop.out;
+  EXPECT_EQ(SessionsOn(server), 0u);
+  EXPECT_EQ(server.Stop(), 0);
+}
+
 // veil load --compare on two configurations (TOML text, written to temp files named a and b)
 // with the 720p clip and `args`; out: the output folder.
 RunResult Compare(const std::string& a, const std::string& toml_a, const std::string& b, const std::string& toml_b,
