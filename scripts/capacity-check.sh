@@ -4,8 +4,8 @@
 #  1. "measured": a server with a fixed cap of 32 ramps sessions (every stage) and the load
 #     tool says which counts pass (every session > 25 fps and p99 processing < 33.3 ms);
 #     /readyz then gives the capacity the model predicts, learned from those sessions;
-#  2. "auto": a fresh server with server.max_sessions = auto is offered one more session than
-#     the largest stage; the stage it refuses in part runs with the sessions it admitted (veil
+#  2. "auto": a fresh server with server.max_sessions = auto learns on a ramp, then is offered 8
+#     anonymized (24 forwarded) sessions at once; the stage it refuses in part runs with the sessions it admitted (veil
 #     load --run-admitted); the tables show how many it admitted and whether they passed.
 # Tables in $OUT (out/capacity). Env: STAGE_SECONDS (20), AUTO_ARGS (more flags for the auto server,
 # e.g. "--cpu-share 0.75"), SKIP_MEASURED (set: only the auto server), AUTO_ALL_STAGES (set: the auto run tries every stage even after one fails, to show what it admits), BUILD_DIR (build), KINDS (all four: a space-separated
@@ -54,8 +54,9 @@ run() {  # $1 label, $2 mode, $3 input, $4 stages, $5 auto stages
   stop_server
   [ -n "${SKIP_MEASURED:-}" ] || echo "== $label: model after the measured ramp: $(cat "$out/$label-model.json")"
 }
-run vp8-anonymize anonymize "$media/sample_720p30.ivf" 1,2,3,4,5 1,2,3,4,5,6
-run vp8-bypass bypass "$media/sample_720p30.ivf" 12,16,20 12,16,20,24
-run h264-anonymize anonymize "$media/sample_720p30_h264.mkv" 1,2,3,4,5 1,2,3,4,5,6
-run h264-bypass bypass "$media/sample_720p30_h264.mkv" 8,12,16 8,12,16
+# The auto servers learn on a ramp, then are offered 8 anonymized (24 forwarded) sessions at once.
+run vp8-anonymize anonymize "$media/sample_720p30.ivf" 1,2,3,4,5 1,2,3,4,8
+run vp8-bypass bypass "$media/sample_720p30.ivf" 12,16,20 12,16,24
+run h264-anonymize anonymize "$media/sample_720p30_h264.mkv" 1,2,3,4,5 1,2,3,8
+run h264-bypass bypass "$media/sample_720p30_h264.mkv" 8,12,16 8,12,16,24
 for f in "$out"/${KINDS:+[vh]}*/load.md; do echo "== $f"; grep '^|' "$f"; done
