@@ -65,6 +65,73 @@ struct LoadSession {
   }
 };
 
+// Creates a stage's n sessions through the entry URL (ids id_prefix + index), each with an RTP
+// viewer and a publisher whose start is staggered over one GOP (gop_ms). With o.run_admitted, a
+// 503 after the first session ends the creation: the remaining ones are offered too and must be
+// refused (res.refused, res.refusal). Returns why the stage cannot run, or "".
+std::string CreateSessions(const LoadOptions& o, const ClipPtr& clip, VideoCodec codec, double gop_ms,
+                           const std::string& id_prefix, int n, std::vector<std::unique_ptr<LoadSession>>& sessions,
+                           std::set<std::string>& ours, StageResult& res) {
+  for (int i = 0; i < n; ++i) {
+    auto s = std::make_unique<LoadSession>();
+    s->id = id_prefix + std::to_string(i);
+    json req = {{"id", s->id}, {"codec", clip->info.video_codec}, {"audio", false}};
+    if (!o.mode.empty()) req["mode"] = o.mode;
+    // Each session through the entry URL on its own client: a cluster's 307 binds that client
+    // to the node that takes the session (its viewer and DELETE go there); `api` stays on the entry.
+    auto sc = ApiClient::Create(o.server, o.token);
+    if (!sc) return sc.error();
+    s->api = std::move(*sc);
+    auto r = s->api->Call("POST", "/v1/sessions", req);
+    if (!r) return r.error();
+    if (r->status == 503 && o.run_admitted && i > 0) {
+      // The node is full: the admitted run the stage; each remaining one is offered as well,
+      // and must be refused the same way (before any media).
+      res.refused = 1;
+      res.refusal = r->error();
+      for (int k = i + 1; k < n; ++k) {
+        auto more = ApiClient::Create(o.server, o.token);
+        if (!more) return more.error();
+        json again = req;
+        again["id"] = id_prefix + std::to_string(k);
+        auto rk = (*more)->Call("POST", "/v1/sessions", again);
+        if (!rk) return rk.error();
+        if (rk->status == 201) {
+          (*more)->Call("DELETE", "/v1/sessions/" + again["id"].get<std::string>());
+          return fmt::format("the server admitted session {} of {} after refusing session {}", k + 1, n, i + 1);
+        }
+        if (rk->status != 503)
+          return fmt::format("session {} of {}: HTTP {} where 503 was expected: {}", k + 1, n, rk->status, rk->error());
+        ++res.refused;
+      }
+      return "";
+    }
+    if (r->status != 201)
+      return "the server refused session " + std::to_string(i + 1) + " of " + std::to_string(n) + ": " + r->error();
+    ours.insert(s->id);
+    s->node = s->api->url();
+    LoadSession* raw = s.get();
+    sessions.push_back(std::move(s));
+    ViewerConfig vc;
+    vc.codec = codec;
+    vc.audio = false;
+    auto v = RtpViewer::Start(vc, {}, [raw](uint32_t ts, double ms, size_t, bool) { raw->OnArrival(ts, ms); });
+    if (!v) return v.error();
+    raw->viewer = std::move(*v);
+    auto vr = raw->api->Call("POST", "/v1/sessions/" + raw->id + "/viewers",
+                             {{"host", "127.0.0.1"}, {"video_port", raw->viewer->video_port()}});
+    if (!vr || vr->status != 201) return "cannot add a viewer: " + (vr ? vr->error() : vr.error());
+    PublisherConfig pc;
+    pc.host = r->body["ingest"]["host"];
+    pc.video_port = r->body["ingest"]["video_port"];
+    pc.start_delay_ms = gop_ms * double(i) / double(n);
+    auto p = RtpPublisher::Start(clip, pc, [raw](uint32_t ts, double ms) { raw->OnSent(ts, ms); });
+    if (!p) return p.error();
+    raw->pub = std::move(*p);
+  }
+  return "";
+}
+
 }  // namespace
 
 Result<std::vector<int>> ParseStages(const std::string& text) {
@@ -215,86 +282,8 @@ Result<LoadRun> RunLoad(const LoadOptions& o, const std::function<void(const std
       sessions.clear();
     };
     // Create the sessions, their viewers and publishers.
-    std::string failure;
-    for (int i = 0; i < n && failure.empty(); ++i) {
-      auto s = std::make_unique<LoadSession>();
-      s->id = prefix + std::to_string(si) + "-" + std::to_string(i);
-      json req = {{"id", s->id}, {"codec", (*clip)->info.video_codec}, {"audio", false}};
-      if (!o.mode.empty()) req["mode"] = o.mode;
-      // Each session through the entry URL on its own client: a cluster's 307 binds that client
-      // to the node that takes the session (its viewer and DELETE go there); `api` stays on the entry.
-      auto sc = ApiClient::Create(o.server, o.token);
-      if (!sc) {
-        failure = sc.error();
-        break;
-      }
-      s->api = std::move(*sc);
-      auto r = s->api->Call("POST", "/v1/sessions", req);
-      if (!r) {
-        failure = r.error();
-        break;
-      }
-      if (r->status == 503 && o.run_admitted && i > 0) {
-        // The node is full: the admitted run the stage; each remaining one is offered as well,
-        // and must be refused the same way (before any media).
-        res.refused = 1;
-        res.refusal = r->error();
-        for (int k = i + 1; k < n && failure.empty(); ++k) {
-          auto more = ApiClient::Create(o.server, o.token);
-          if (!more) {
-            failure = more.error();
-            break;
-          }
-          json again = req;
-          again["id"] = prefix + std::to_string(si) + "-" + std::to_string(k);
-          auto rk = (*more)->Call("POST", "/v1/sessions", again);
-          if (!rk) {
-            failure = rk.error();
-          } else if (rk->status == 201) {
-            (*more)->Call("DELETE", "/v1/sessions/" + again["id"].get<std::string>());
-            failure = fmt::format("the server admitted session {} of {} after refusing session {}", k + 1, n, i + 1);
-          } else if (rk->status == 503) {
-            ++res.refused;
-          } else {
-            failure = fmt::format("session {} of {}: HTTP {} where 503 was expected: {}", k + 1, n, rk->status, rk->error());
-          }
-        }
-        break;
-      }
-      if (r->status != 201) {
-        failure = "the server refused session " + std::to_string(i + 1) + " of " + std::to_string(n) + ": " + r->error();
-        break;
-      }
-      ours.insert(s->id);
-      s->node = s->api->url();
-      LoadSession* raw = s.get();
-      sessions.push_back(std::move(s));
-      ViewerConfig vc;
-      vc.codec = *codec;
-      vc.audio = false;
-      auto v = RtpViewer::Start(vc, {}, [raw](uint32_t ts, double ms, size_t, bool) { raw->OnArrival(ts, ms); });
-      if (!v) {
-        failure = v.error();
-        break;
-      }
-      raw->viewer = std::move(*v);
-      auto vr = raw->api->Call("POST", "/v1/sessions/" + raw->id + "/viewers",
-                         {{"host", "127.0.0.1"}, {"video_port", raw->viewer->video_port()}});
-      if (!vr || vr->status != 201) {
-        failure = "cannot add a viewer: " + (vr ? vr->error() : vr.error());
-        break;
-      }
-      PublisherConfig pc;
-      pc.host = r->body["ingest"]["host"];
-      pc.video_port = r->body["ingest"]["video_port"];
-      pc.start_delay_ms = gop_ms * double(i) / double(n);
-      auto p = RtpPublisher::Start(*clip, pc, [raw](uint32_t ts, double ms) { raw->OnSent(ts, ms); });
-      if (!p) {
-        failure = p.error();
-        break;
-      }
-      raw->pub = std::move(*p);
-    }
+    const std::string failure = CreateSessions(o, *clip, *codec, gop_ms, prefix + std::to_string(si) + "-", n,
+                                               sessions, ours, res);
     if (res.refused > 0) {
       res.offered = n;
       res.sessions = int(sessions.size());
