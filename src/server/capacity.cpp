@@ -138,7 +138,7 @@ double CapacityModel::TranscodeMs(VideoCodec codec) const {
 double CapacityModel::Ratio(VideoCodec codec, Mode mode) const {
   MutexLock lk(mu_);
   auto it = learned_.find({codec, mode});
-  return it != learned_.end() && it->second.samples > 0 ? it->second.ratio : PriorRatio(mode, o_.bypass_forward);
+  return it != learned_.end() && it->second.samples > 0 ? it->second.value : PriorRatio(mode, o_.bypass_forward);
 }
 
 int CapacityModel::Samples(VideoCodec codec, Mode mode) const {
@@ -163,7 +163,7 @@ double CapacityModel::EncodeMs(VideoCodec codec, int step) const {
   {
     MutexLock lk(mu_);
     auto it = encode_.find({codec, step});
-    if (it != encode_.end() && it->second.samples > 0) return it->second.ratio;
+    if (it != encode_.end() && it->second.samples > 0) return it->second.value;
   }
   if (step != 0) return -1;
   auto it = encode_ms_.find(codec);
@@ -188,10 +188,13 @@ void CapacityModel::LearnEncode(VideoCodec codec, int step, int w, int h, double
   if (step < 0 || step >= VideoEncoder::kMaxSpeedSteps || !(encode_ms_per_frame > 0) || w <= 0 || h <= 0) return;
   const double ms = encode_ms_per_frame / PixelsScale(w, h);
   MutexLock lk(mu_);
-  Learned& l = encode_[{codec, step}];
-  const double rate = std::max(kLearnRate, 1.0 / double(l.samples + 1));
-  l.ratio = l.samples == 0 ? ms : l.ratio + rate * (ms - l.ratio);
-  ++l.samples;
+  encode_[{codec, step}].Add(ms);
+}
+
+void CapacityModel::Learned::Add(double x) {
+  const double rate = std::max(kLearnRate, 1.0 / double(samples + 1));
+  value = samples == 0 ? x : value + rate * (x - value);
+  ++samples;
 }
 
 double CapacityModel::PixelsScale(int w, int h) const {
@@ -218,11 +221,7 @@ void CapacityModel::Learn(const SessionLoad& s, double cpu_ms_per_frame) {
   if (!(cpu_ms_per_frame > 0) || !(base > 0)) return;
   const double r = cpu_ms_per_frame / base;
   MutexLock lk(mu_);
-  Learned& l = learned_[{s.codec, s.mode}];
-  // The first samples average; later ones move it by kLearnRate.
-  const double rate = std::max(kLearnRate, 1.0 / double(l.samples + 1));
-  l.ratio = l.samples == 0 ? r : l.ratio + rate * (r - l.ratio);
-  ++l.samples;
+  learned_[{s.codec, s.mode}].Add(r);
 }
 
 int CapacityModel::CapacitySessions(VideoCodec codec, Mode mode) const {
@@ -301,7 +300,7 @@ CostLearner::StepResult CostLearner::Step(CapacityModel& model, const std::map<s
     double ms = in.cpu_ms * share / double(in.frames);
     // Its encodes at a faster step than 0 as they would have cost at step 0 (per 720p frame,
     // scaled to its size), with the share of the process's CPU they carried.
-    const double scale = double(in.r->load.width) * in.r->load.height / kDefaultPixels;
+    const double scale = model.PixelsScale(in.r->load.width, in.r->load.height);
     for (int k = 1; k < VideoEncoder::kMaxSpeedSteps; ++k) {
       if (in.encode_frames[k] == 0) continue;
       const double step0 = model.EncodeMs(in.r->load.codec, 0) * scale * double(in.encode_frames[k]);

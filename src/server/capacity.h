@@ -121,19 +121,22 @@ class CapacityModel {
   };
   // Every (codec, mode): the measured codecs x the three modes.
   std::vector<Cost> Costs() const;
+  // A w x h frame's pixels over 720p's (the default size when w or h is 0).
+  double PixelsScale(int w, int h) const;
 
  private:
-  double PixelsScale(int w, int h) const;
   const CapacityOptions o_;
   const std::map<VideoCodec, double> transcode_ms_;
   mutable Mutex mu_;
+  // A learned figure: the first samples average, later ones move it by kLearnRate.
   struct Learned {
-    double ratio = 0;
+    double value = 0;
     int samples = 0;
+    void Add(double x);
   };
-  std::map<std::pair<VideoCodec, Mode>, Learned> learned_ GUARDED_BY(mu_);
+  std::map<std::pair<VideoCodec, Mode>, Learned> learned_ GUARDED_BY(mu_);  // CPU per frame / transcode
   const std::map<VideoCodec, double> encode_ms_;  // the transcodes' encode parts
-  std::map<std::pair<VideoCodec, int>, Learned> encode_ GUARDED_BY(mu_);  // .ratio: ms per 720p frame
+  std::map<std::pair<VideoCodec, int>, Learned> encode_ GUARDED_BY(mu_);  // ms per 720p frame
 };
 
 // What a running session shows at a learning step, read from it once a second.
