@@ -8,8 +8,10 @@
 #     anonymized (24 forwarded) sessions at once; the stage it refuses in part runs with the sessions it admitted (veil
 #     load --run-admitted); the tables show how many it admitted and whether they passed.
 # Tables in $OUT (out/capacity). Env: STAGE_SECONDS (20), AUTO_ARGS (more flags for the auto server,
-# e.g. "--cpu-share 0.75"), SKIP_MEASURED (set: only the auto server), AUTO_ALL_STAGES (set: the auto run tries every stage even after one fails, to show what it admits), BUILD_DIR (build), KINDS (all four: a space-separated
-# subset of vp8-anonymize vp8-bypass h264-anonymize h264-bypass).
+# e.g. "--cpu-share 0.75"), SKIP_MEASURED (set: only the auto server), FRESH (set: the auto server
+# is offered its 8 (24) at once with nothing learned, no ramp: what the priors admit), VEIL_BIN (another
+# build of veil, for a before/after run), AUTO_ALL_STAGES (set: the auto run tries every stage even after one fails, to show what it admits), BUILD_DIR (build), KINDS (all four: a space-separated
+# subset of vp8-anonymize vp8-bypass h264-anonymize h264-bypass, or vp8-full_blur h264-full_blur).
 source "$(dirname "$0")/serve-lib.sh"
 secs=${STAGE_SECONDS:-20}
 out=${OUT:-out/capacity}
@@ -33,7 +35,8 @@ c = j["capacity"]
 print(json.dumps({"capacity_sessions": c["sessions"], "kind": c["kind"], "headroom": j["headroom"],
                   "transcode_ms": c["transcode_ms_by_codec"], "limit_sessions": round(c["limit_sessions"], 2),
                   "costs": [k for k in c["costs"] if k["samples"] > 0],
-                  "admit_speed_step": c.get("admit_speed_step"), "encode_ms_by_step": c.get("encode_ms_by_step")}))'
+                  "admit_speed_step": c.get("admit_speed_step"), "encode_ms_by_step": c.get("encode_ms_by_step"),
+                  "admit_encode_ratio_by_codec": c.get("admit_encode_ratio_by_codec")}))'
 }
 run() {  # $1 label, $2 mode, $3 input, $4 stages, $5 auto stages
   local label=$1 mode=$2 input=$3 stages=$4 auto=$5
@@ -46,6 +49,7 @@ run() {  # $1 label, $2 mode, $3 input, $4 stages, $5 auto stages
     stop_server
   fi
   # shellcheck disable=SC2086
+  [ -n "${FRESH:-}" ] && auto=${auto##*,}  # the offer alone
   start_server "$label-auto" --mode "$mode" ${AUTO_ARGS:-}
   curl -s "$url/readyz" > "$out/$label-auto-readyz-before.json"
   "$veil" load --server "$url" -i "$input" --stages "$auto" --stage-seconds "$secs" ${AUTO_ALL_STAGES:+--all-stages} --run-admitted \
@@ -59,4 +63,7 @@ run vp8-anonymize anonymize "$media/sample_720p30.ivf" 1,2,3,4,5 1,2,3,4,8
 run vp8-bypass bypass "$media/sample_720p30.ivf" 12,16,20 12,16,24
 run h264-anonymize anonymize "$media/sample_720p30_h264.mkv" 1,2,3,4,5 1,2,3,8
 run h264-bypass bypass "$media/sample_720p30_h264.mkv" 8,12,16 8,12,16,24
+# Only when KINDS names them: full blur (a whole-frame mosaic, re-encoded), for its prior.
+run vp8-full_blur full_blur "$media/sample_720p30.ivf" 2,4 2,4,8
+run h264-full_blur full_blur "$media/sample_720p30_h264.mkv" 2,4 2,4,8
 for f in "$out"/${KINDS:+[vh]}*/load.md; do echo "== $f"; grep '^|' "$f"; done

@@ -6,7 +6,7 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 export VEIL_ASSETS=${VEIL_ASSETS:-$root/../shared/assets}
-veil=${BUILD_DIR:-build}/bin/veil
+veil=${VEIL_BIN:-${BUILD_DIR:-build}/bin/veil}  # VEIL_BIN: another build of veil (a before/after run)
 media=${BUILD_DIR:-build}/media
 
 # veil_serve OUT_PREFIX [HOST] -- ARGS...: starts `veil serve --listen HOST:0 ARGS` (HOST

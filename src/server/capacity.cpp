@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <memory>
 #include <random>
 #include <vector>
 
@@ -52,12 +53,13 @@ double UsableCores() {
 }
 
 Result<double> MeasureTranscodeMs(VideoCodec codec, const EncoderOptions& enc, int frames) {
-  auto t = MeasureTranscode(codec, enc, frames);
+  auto t = MeasureTranscode(codec, enc, frames, 0);
   if (!t) return t.status();
   return t->total_ms;
 }
 
-Result<TranscodeTiming> MeasureTranscode(VideoCodec codec, const EncoderOptions& enc, int frames) {
+Result<TranscodeTiming> MeasureTranscode(VideoCodec codec, const EncoderOptions& enc, int frames, int plan_step,
+                                         int plan_frames) {
   constexpr int W = 1280, H = 720, kPan = 4;  // px per frame: a slow camera pan
   const int tw = W + kPan * (frames + 2), th = H + frames + 2;
   // Luma: large shapes, mid detail and fine grain, like a camera picture; chroma smoother.
@@ -80,13 +82,21 @@ Result<TranscodeTiming> MeasureTranscode(VideoCodec codec, const EncoderOptions&
   if (codec == VideoCodec::kH264 && o.x264_profile.empty()) o.x264_profile = "baseline";  // as live sessions
   auto encoder = VideoEncoder::Open(codec, vi, o);
   if (!encoder) return encoder.status();
+  // The plan step's encoder encodes the same pictures: the two encodes differ only by the step.
+  std::unique_ptr<VideoEncoder> planned;
+  if (plan_step > 0) {
+    auto p = VideoEncoder::Open(codec, vi, o);
+    if (!p) return p.status();
+    planned = std::move(*p);
+    planned->SetSpeedStep(plan_step);
+  }
   auto decoder = VideoDecoder::Open(codec, 1);
   if (!decoder) return decoder.status();
   FramePtr f = MakeFrame(W, H);
   std::vector<EncodedFrame> packets;
   std::vector<FramePtr> decoded;
-  double cpu = 0, encode_cpu = 0;
-  int timed = 0;
+  double cpu = 0, encode_cpu = 0, plan_cpu = 0, paired_cpu = 0;  // paired: step 0's on the plan's frames
+  int timed = 0, plan_timed = 0;
   for (int i = 0; i < frames + 1; ++i) {  // frame 0: the keyframe, not timed
     const int x = kPan * i, y = i;
     for (int r = 0; r < H; ++r) std::copy_n(y8.ptr<uint8_t>(y + r) + x, W, f->y.row(r));
@@ -104,28 +114,51 @@ Result<TranscodeTiming> MeasureTranscode(VideoCodec codec, const EncoderOptions&
       if (Status s = (*decoder)->Decode(p.data.data(), p.data.size(), p.pts, decoded); !s) return s;
     }
     const double t1 = ThreadCpuMs();
-    if (i > 0 && !packets.empty()) {
+    const bool step0_timed = i > 0 && !packets.empty();
+    if (step0_timed) {
       cpu += t1 - t0;
       encode_cpu += te - t0;
       ++timed;
     }
+    if (planned && i <= plan_frames) {
+      packets.clear();
+      const double p0 = ThreadCpuMs();
+      if (Status s = planned->Encode(*f, i == 0, packets); !s) return s;
+      if (step0_timed && !packets.empty() && planned->speed_step() > 0) {
+        plan_cpu += ThreadCpuMs() - p0;
+        paired_cpu += te - t0;
+        ++plan_timed;
+      }
+    }
   }
   if (timed == 0) return Status::Error(std::string("the ") + Name(codec) + " encoder produced no frames");
-  return TranscodeTiming{cpu / timed, encode_cpu / timed};
+  TranscodeTiming t{cpu / timed, encode_cpu / timed, 0};
+  if (plan_timed > 0 && paired_cpu > 0) t.plan_encode_ratio = plan_cpu / paired_cpu;
+  return t;
 }
 
 double PriorRatio(Mode mode, bool bypass_forward) {
   switch (mode) {
     case Mode::kBypass: return bypass_forward ? 0.4 : 1.6;
-    case Mode::kFullBlur: return 1.8;
-    case Mode::kAnonymize: return 2.3;
+    case Mode::kFullBlur: return 1.3;
+    case Mode::kAnonymize: return 1.5;
   }
-  return 2.3;
+  return 1.5;
 }
 
 CapacityModel::CapacityModel(const CapacityOptions& o, std::map<VideoCodec, double> transcode_ms,
-                             std::map<VideoCodec, double> encode_ms)
-    : o_(o), transcode_ms_(std::move(transcode_ms)), encode_ms_(std::move(encode_ms)) {}
+                             std::map<VideoCodec, double> encode_ms, std::map<VideoCodec, double> plan_encode_ratio)
+    : o_(o),
+      transcode_ms_(std::move(transcode_ms)),
+      encode_ms_(std::move(encode_ms)),
+      plan_encode_ratio_(std::move(plan_encode_ratio)) {}
+
+double CapacityModel::PlanEncodeRatio(VideoCodec codec) const {
+  if (o_.plan_speed_step <= 0) return 1;
+  auto p = plan_encode_ratio_.find(codec);
+  if (p == plan_encode_ratio_.end() || !(p->second > 0)) return -1;
+  return std::min(1.0, p->second);  // a faster step is never planned dearer
+}
 
 double CapacityModel::TranscodeMs(VideoCodec codec) const {
   auto it = transcode_ms_.find(codec);
@@ -179,6 +212,10 @@ int CapacityModel::EncodeSamples(VideoCodec codec, int step) const {
 double CapacityModel::PlanSavingMs(VideoCodec codec, Mode mode) const {
   // A forwarding bypass session runs no encoder; step 0 plans nothing away.
   if ((mode == Mode::kBypass && o_.bypass_forward) || o_.plan_speed_step <= 0) return 0;
+  // The standalone pair's ratio applied to what step 0's encodes cost in the sessions: the
+  // sessions' own figure at the plan step is measured on harder pictures (they shed speed when
+  // frames are dear, after cuts), so it is reported, not planned with.
+  if (const double r = PlanEncodeRatio(codec); r >= 0) return EncodeMs(codec, 0) * (1 - r);
   const double planned = EncodeMs(codec, std::min(o_.plan_speed_step, VideoEncoder::kMaxSpeedSteps - 1));
   if (planned < 0) return 0;  // that step not measured yet: the configured speed's cost
   return std::max(0.0, EncodeMs(codec, 0) - planned);

@@ -18,8 +18,10 @@
 // per speed step, and the model learns what an encode costs at each step (the encode part of
 // the standalone transcode is step 0's prior). A session that sheds only encoder speed is
 // learned too, its encode replaced by step 0's. Admission plans each re-encoding session with
-// its encoder at plan_speed_step (server.admit_speed_step), at the cost the sessions measured
-// there; until one ran there, at step 0's cost.
+// its encoder at plan_speed_step (server.admit_speed_step): step 0's encode cost (learned) scaled
+// by what that step takes off an encode of the same standalone pictures, timed at startup beside
+// step 0's (the sessions' own figures at faster steps are measured on harder pictures, since
+// they shed speed when frames are dear, and are reported only).
 #pragma once
 #include <cstdint>
 #include <map>
@@ -46,8 +48,14 @@ Result<double> MeasureTranscodeMs(VideoCodec codec, const EncoderOptions& enc, i
 struct TranscodeTiming {
   double total_ms = 0;   // decode + encode, per frame
   double encode_ms = 0;  // the encode alone
+  // A second encoder at speed step plan_step on the first plan_frames of the same pictures: its
+  // CPU over step 0's on those frames (0: not measured).
+  double plan_encode_ratio = 0;
 };
-Result<TranscodeTiming> MeasureTranscode(VideoCodec codec, const EncoderOptions& enc, int frames = 24);
+// plan_step > 0 also times an encoder at that speed step on the same pictures, so the two
+// encodes differ by the step alone (what admission plans a session's encoder to save).
+Result<TranscodeTiming> MeasureTranscode(VideoCodec codec, const EncoderOptions& enc, int frames = 24,
+                                         int plan_step = 0, int plan_frames = 12);
 
 struct CapacityOptions {
   double cores = 1;          // usable cores
@@ -72,8 +80,10 @@ class CapacityModel {
  public:
   // transcode_ms: codec -> measured standalone ms per 720p frame; encode_ms: the encode's part
   // of it (a codec not there: the whole transcode counts as its encode's prior).
+  // plan_encode_ratio: an encode at the plan step over one at step 0 on the same pictures
+  // (MeasureTranscode's): what the plan step saves, as a share of an encode.
   CapacityModel(const CapacityOptions& o, std::map<VideoCodec, double> transcode_ms,
-                std::map<VideoCodec, double> encode_ms = {});
+                std::map<VideoCodec, double> encode_ms = {}, std::map<VideoCodec, double> plan_encode_ratio = {});
 
   // Predicted CPU ms per second of a session, its encoder at the plan step (admission).
   double CostMsPerS(const SessionLoad& s) const;
@@ -90,8 +100,13 @@ class CapacityModel {
   // -1: a step > 0 not measured yet.
   double EncodeMs(VideoCodec codec, int step) const;
   int EncodeSamples(VideoCodec codec, int step) const;
-  // What planning the encoder at the plan step takes off a 720p frame of this codec and mode.
+  // What planning the encoder at the plan step takes off a 720p frame of this codec and mode:
+  // step 0's encode cost times (1 - PlanEncodeRatio); without that ratio, step 0's cost less
+  // the sessions' own at the plan step, once measured.
   double PlanSavingMs(VideoCodec codec, Mode mode) const;
+  // An encode at the plan step over one at step 0, on the same standalone pictures (at most 1;
+  // 1 when the plan step is 0; -1: not measured).
+  double PlanEncodeRatio(VideoCodec codec) const;
   // Whether the process took more than kSaturatedShare of the node's cores over an interval:
   // then its sessions contend for the cores and each frame costs more than it does below that
   // (forwarded H.264 sessions: 3.1-3.5 ms a frame learned at 78% of two cores, 5.9 after a ramp
@@ -136,6 +151,7 @@ class CapacityModel {
   };
   std::map<std::pair<VideoCodec, Mode>, Learned> learned_ GUARDED_BY(mu_);  // CPU per frame / transcode
   const std::map<VideoCodec, double> encode_ms_;  // the transcodes' encode parts
+  const std::map<VideoCodec, double> plan_encode_ratio_;  // the plan step's encode over step 0's
   std::map<std::pair<VideoCodec, int>, Learned> encode_ GUARDED_BY(mu_);  // ms per 720p frame
 };
 

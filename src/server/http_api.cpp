@@ -304,6 +304,7 @@ void HttpApi::Routes() {
                        {"planned_cpu_ms_per_720p_frame", k.planned_ms}, {"samples", k.samples}});
     body["capacity"]["transcode_ms_by_codec"] = c.transcode_ms_by_codec;
     body["capacity"]["admit_speed_step"] = c.plan_speed_step;
+    body["capacity"]["admit_encode_ratio_by_codec"] = c.plan_encode_ratio_by_codec;
     json enc = json::object();
     for (const auto& [codec, steps] : c.encode_by_codec) {
       json a = json::array();

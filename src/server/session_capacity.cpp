@@ -21,19 +21,22 @@ Status SessionManager::StartCapacity(MetricsRegistry* metrics) {
   co.bypass_forward = deps_.server.bypass_forward;
   co.fps = deps_.privacy.fps;
   co.plan_speed_step = deps_.server.admit_speed_step;
-  std::map<VideoCodec, double> transcode, encode;
+  std::map<VideoCodec, double> transcode, encode, plan_ratio;
   const double c0 = NowMs();
+  // One codec after the other: timed side by side, the two threads' figures read 3-15% higher
+  // and further apart (2026-12-04, docs/figures.md "Capacity run 21").
   for (const VideoCodecInfo& vc : VideoCodecs()) {
-    auto t = MeasureTranscode(vc.codec, deps_.encoder);
+    auto t = MeasureTranscode(vc.codec, deps_.encoder, 24, co.plan_speed_step);
     if (t) {
       transcode[vc.codec] = t->total_ms;
       encode[vc.codec] = t->encode_ms;
+      if (t->plan_encode_ratio > 0) plan_ratio[vc.codec] = t->plan_encode_ratio;
     } else {
       spdlog::warn("cannot time a {} transcode ({}): its sessions are costed as the dearest codec", vc.name, t.error());
     }
   }
   if (transcode.empty()) return Status::Error("cannot time a standalone transcode: the capacity model has no limit");
-  capacity_ = std::make_unique<CapacityModel>(co, transcode, encode);
+  capacity_ = std::make_unique<CapacityModel>(co, transcode, encode, plan_ratio);
   const CapacityState cs = Capacity();
   spdlog::info("capacity: {:g} cores, a standalone 720p transcode takes {} (timed in {:.0f} ms); limit {:.1f} {} "
                "sessions; {}",
@@ -126,6 +129,7 @@ CapacityState SessionManager::Capacity() const {
   for (const VideoCodecInfo& vc : VideoCodecs()) c.transcode_ms_by_codec[vc.name] = capacity_->TranscodeMs(vc.codec);
   c.costs = capacity_->Costs();
   c.plan_speed_step = capacity_->options().plan_speed_step;
+  for (const VideoCodecInfo& vc : VideoCodecs()) c.plan_encode_ratio_by_codec[vc.name] = capacity_->PlanEncodeRatio(vc.codec);
   for (const VideoCodecInfo& vc : VideoCodecs())
     for (int k = 0; k < VideoEncoder::kMaxSpeedSteps; ++k) {
       const int n = capacity_->EncodeSamples(vc.codec, k);

@@ -68,6 +68,8 @@ struct CapacityState {
   std::map<std::string, double> transcode_ms_by_codec;
   std::vector<CapacityModel::Cost> costs;  // the whole model
   int plan_speed_step = 0;                 // server.admit_speed_step
+  // An encode at that step over one at step 0, on the same standalone pictures (-1: not timed).
+  std::map<std::string, double> plan_encode_ratio_by_codec;
   struct EncodeStep {
     int step = 0;
     double ms = 0;    // encode CPU per 720p frame

@@ -269,19 +269,36 @@ TEST(Server, AdmitsByMeasuredCapacity) {
   EXPECT_GT(transcode, 0.5);
   EXPECT_NEAR(cap["limit_sessions"].get<double>(), (1000.0 / 30) / transcode, 1e-6);
   EXPECT_EQ(cap["cost_saturated_seconds"].get<int>(), 0);  // an idle node has skipped nothing
-  const double per = cap["cost_ratio"].get<double>() * transcode * 30;  // CPU ms/s of one 720p30 session
-  // Admission plans the encoder one speed step faster (server.admit_speed_step), but no session has
-  // run there yet: the plan is the configured speed's cost. Step 0's encode is the standalone
-  // transcode's encode, a part of it.
+  // Admission plans the encoder one speed step faster (server.admit_speed_step). No session has
+  // run yet: step 0's encode is the standalone transcode's encode (a part of it), and the step
+  // saves the share of it that a second encoder at step 1 saved on the same pictures at startup.
   EXPECT_EQ(cap["admit_speed_step"], 1);
-  ASSERT_EQ(cap["encode_ms_by_step"]["vp8"].size(), 1u) << cap.dump();
-  const json enc0 = cap["encode_ms_by_step"]["vp8"][0];
-  EXPECT_EQ(enc0["step"], 0);
-  EXPECT_EQ(enc0["samples"], 0);
-  EXPECT_GT(enc0["encode_ms"].get<double>(), 0.1);
-  EXPECT_LT(enc0["encode_ms"].get<double>(), transcode);
+  for (const char* codec : {"vp8", "h264"}) {
+    ASSERT_EQ(cap["encode_ms_by_step"][codec].size(), 1u) << cap.dump();
+    const json enc0 = cap["encode_ms_by_step"][codec][0];
+    EXPECT_EQ(enc0["step"], 0);
+    EXPECT_EQ(enc0["samples"], 0);
+    EXPECT_GT(enc0["encode_ms"].get<double>(), 0.1);
+    EXPECT_LT(enc0["encode_ms"].get<double>(), cap["transcode_ms_by_codec"][codec].get<double>());
+    const double r = cap["admit_encode_ratio_by_codec"][codec].get<double>();
+    EXPECT_GT(r, 0.2) << codec;  // a faster step, not a different picture
+    EXPECT_LE(r, 1.0) << codec;
+  }
+  for (const json& k : cap["costs"]) {
+    const std::string codec = k["codec"];
+    const double full = k["cpu_ms_per_720p_frame"].get<double>();
+    const double saved = k["mode"] == "bypass" ? 0  // forwarded: no encoder
+                                               : cap["encode_ms_by_step"][codec][0]["encode_ms"].get<double>() *
+                                                     (1 - cap["admit_encode_ratio_by_codec"][codec].get<double>());
+    EXPECT_NEAR(k["planned_cpu_ms_per_720p_frame"].get<double>(), std::max(0.2 * full, full - saved), 1e-6) << k.dump();
+  }
+  double per = 0;  // CPU ms/s of one planned 720p30 session
   for (const json& k : cap["costs"])
-    EXPECT_NEAR(k["planned_cpu_ms_per_720p_frame"].get<double>(), k["cpu_ms_per_720p_frame"].get<double>(), 1e-6);
+    if (k["codec"] == "vp8" && k["mode"] == "anonymize") per = k["planned_cpu_ms_per_720p_frame"].get<double>() * 30;
+  EXPECT_NEAR(per, cap["cost_ratio"].get<double>() * transcode * 30 -
+                       30 * cap["encode_ms_by_step"]["vp8"][0]["encode_ms"].get<double>() *
+                           (1 - cap["admit_encode_ratio_by_codec"]["vp8"].get<double>()),
+              1e-6);
   const int n = cap["sessions"].get<int>();
   EXPECT_EQ(n, std::max(1, int(std::floor(budget / per + 1e-9))));
   ASSERT_LE(n, 8) << "one core carries a handful at most";

@@ -31,13 +31,13 @@ SessionLoad Session(Mode m, int w = 0, int h = 0, double fps = 0, VideoCodec cod
 
 TEST(Capacity, CostScalesWithPixelsAndFrameRateFromThePrior) {
   CapacityModel m(TwoCores(), {{VideoCodec::kVp8, 10.0}});
-  // The prior: 2.3x a 10-ms transcode at 720p30 = 690 ms/s; half the pixels half; 60 fps twice.
-  EXPECT_NEAR(m.CostMsPerS(Session(Mode::kAnonymize)), 2.3 * 10 * 30, 1e-9);
-  EXPECT_NEAR(m.CostMsPerS(Session(Mode::kAnonymize, 1280, 720)), 690, 1e-9);
-  EXPECT_NEAR(m.CostMsPerS(Session(Mode::kAnonymize, 640, 720)), 345, 1e-9);
-  EXPECT_NEAR(m.CostMsPerS(Session(Mode::kAnonymize, 1280, 720, 60)), 1380, 1e-9);
+  // The prior: 1.5x a 10-ms transcode at 720p30 = 450 ms/s; half the pixels half; 60 fps twice.
+  EXPECT_NEAR(m.CostMsPerS(Session(Mode::kAnonymize)), 1.5 * 10 * 30, 1e-9);
+  EXPECT_NEAR(m.CostMsPerS(Session(Mode::kAnonymize, 1280, 720)), 450, 1e-9);
+  EXPECT_NEAR(m.CostMsPerS(Session(Mode::kAnonymize, 640, 720)), 225, 1e-9);
+  EXPECT_NEAR(m.CostMsPerS(Session(Mode::kAnonymize, 1280, 720, 60)), 900, 1e-9);
   // A session measured below the assumed rate is still counted at it (a publisher may speed up).
-  EXPECT_NEAR(m.CostMsPerS(Session(Mode::kAnonymize, 1280, 720, 12)), 690, 1e-9);
+  EXPECT_NEAR(m.CostMsPerS(Session(Mode::kAnonymize, 1280, 720, 12)), 450, 1e-9);
   // Bypass forwards (a decode, no encode) unless the node re-encodes it.
   EXPECT_NEAR(m.CostMsPerS(Session(Mode::kBypass)), 0.4 * 10 * 30, 1e-9);
   CapacityOptions reencode = TwoCores();
@@ -56,7 +56,7 @@ TEST(Capacity, LearnsTheRatioFromMeasuredCpuPerFrame) {
   m.Learn(Session(Mode::kAnonymize, 1280, 720), 30.0);  // 3.0x
   EXPECT_NEAR(m.Ratio(VideoCodec::kVp8, Mode::kAnonymize), 2.5, 1e-9);
   EXPECT_NEAR(m.Ratio(VideoCodec::kVp8, Mode::kBypass), 0.4, 1e-9);
-  EXPECT_NEAR(m.Ratio(VideoCodec::kH264, Mode::kAnonymize), 2.3, 1e-9);
+  EXPECT_NEAR(m.Ratio(VideoCodec::kH264, Mode::kAnonymize), 1.5, 1e-9);
   // After many samples it follows a changed cost, a tenth of the way per sample.
   for (int i = 0; i < 200; ++i) m.Learn(Session(Mode::kAnonymize, 1280, 720), 15.0);
   EXPECT_NEAR(m.Ratio(VideoCodec::kVp8, Mode::kAnonymize), 1.5, 1e-3);
@@ -88,8 +88,8 @@ TEST(Capacity, AnIntervalAboveFourFifthsOfTheCoresIsSaturated) {
 TEST(Capacity, SessionsThatFitAndTheLimit) {
   CapacityModel m(TwoCores(), {{VideoCodec::kVp8, 10.0}});
   EXPECT_NEAR(m.BudgetMsPerS(), 1000, 1e-9);
-  // 1000 / 690 -> 1; bypass (forwarded) 1000 / 120 -> 8.
-  EXPECT_EQ(m.CapacitySessions(VideoCodec::kVp8, Mode::kAnonymize), 1);
+  // 1000 / 450 -> 2; bypass (forwarded) 1000 / 120 -> 8.
+  EXPECT_EQ(m.CapacitySessions(VideoCodec::kVp8, Mode::kAnonymize), 2);
   EXPECT_EQ(m.CapacitySessions(VideoCodec::kVp8, Mode::kBypass), 8);
   // Learned at 8.33 ms/frame (250 ms/s at 30 fps): exactly 4 fit in 1000 ms/s, and they count.
   for (int i = 0; i < 5; ++i) m.Learn(Session(Mode::kAnonymize, 1280, 720), 250.0 / 30);
@@ -121,6 +121,22 @@ TEST(Capacity, TheStandaloneTranscodeIsTimed) {
   auto v = MeasureTranscodeMs(VideoCodec::kVp8, EncoderOptions{}, 6);
   ASSERT_TRUE(v.ok()) << v.error();
   EXPECT_GT(*v, 0.2);
+}
+
+TEST(Capacity, TheStandaloneTranscodeTimesThePlanStepOnTheSamePictures) {
+  // From "medium", step 4 of x264's ladder is "superfast": several times cheaper an encode.
+  EncoderOptions slow;
+  slow.x264_preset = "medium";
+  auto t = MeasureTranscode(VideoCodec::kH264, slow, 8, 4);
+  ASSERT_TRUE(t.ok()) << t.error();
+  EXPECT_GT(t->encode_ms, 0.2);
+  EXPECT_LT(t->encode_ms, t->total_ms);
+  EXPECT_GT(t->plan_encode_ratio, 0.05);
+  EXPECT_LT(t->plan_encode_ratio, 1 / 1.5) << "step 4 over step 0";
+  // Step 0 times no second encoder.
+  auto none = MeasureTranscode(VideoCodec::kVp8, EncoderOptions{}, 4, 0);
+  ASSERT_TRUE(none.ok()) << none.error();
+  EXPECT_EQ(none->plan_encode_ratio, 0);
 }
 
 // server.admit_p99_ms: a node with a session already past the mark at its p99 takes no more,
@@ -285,13 +301,13 @@ TEST(CostLearner, ASessionSheddingChangingModeWithoutASizeOrFramesIsLeftOut) {
 }
 
 TEST(CostLearner, ASheddingSessionOnlyRaisesTheModel) {
-  CapacityModel m(TwoCores(), {{VideoCodec::kVp8, 10.0}});  // the prior: 2.3 x 10 = 23 ms a frame
+  CapacityModel m(TwoCores(), {{VideoCodec::kVp8, 10.0}});  // the prior: 1.5 x 10 = 15 ms a frame
   CostLearner l;
   Reading a;
   a.r.shed_level = 2;
-  for (int i = 0; i < 3; ++i) StepOnce(l, m, {{"a", &a.Run(20)}}, 600);
-  // Shedding at 20 ms a frame, under the model's 23: what it would cost unshed is unknown.
-  EXPECT_EQ(StepOnce(l, m, {{"a", &a.Run(20)}}, 600).learned, 0);
+  for (int i = 0; i < 3; ++i) StepOnce(l, m, {{"a", &a.Run(12)}}, 360);
+  // Shedding at 12 ms a frame, under the model's 15: what it would cost unshed is unknown.
+  EXPECT_EQ(StepOnce(l, m, {{"a", &a.Run(12)}}, 360).learned, 0);
   EXPECT_EQ(m.Samples(VideoCodec::kVp8, Mode::kAnonymize), 0);
   // Shedding and still at 30 ms a frame: the model is low whatever the unshed cost is.
   EXPECT_EQ(StepOnce(l, m, {{"a", &a.Run(30)}}, 900).learned, 1);
@@ -307,42 +323,72 @@ TEST(CostLearner, ASheddingSessionOnlyRaisesTheModel) {
 TEST(Capacity, PlansTheEncoderAtTheAdmitStepOnceThatStepWasMeasured) {
   CapacityOptions o = TwoCores();
   o.plan_speed_step = 1;
-  // A 10-ms transcode of which the encode is 7 ms; the prior: 2.3 x 10 = 23 ms a frame.
+  // A 10-ms transcode of which the encode is 7 ms; the prior: 1.5 x 10 = 15 ms a frame.
   CapacityModel m(o, {{VideoCodec::kVp8, 10.0}}, {{VideoCodec::kVp8, 7.0}});
   EXPECT_NEAR(m.EncodeMs(VideoCodec::kVp8, 0), 7.0, 1e-9);
   EXPECT_EQ(m.EncodeMs(VideoCodec::kVp8, 1), -1);
   // Step 1 not measured yet: planned at the configured speed's cost.
-  EXPECT_NEAR(m.PlannedMsPerFrame(Session(Mode::kAnonymize)), 23, 1e-9);
-  EXPECT_NEAR(m.CostMsPerS(Session(Mode::kAnonymize)), 23 * 30, 1e-9);
+  EXPECT_NEAR(m.PlannedMsPerFrame(Session(Mode::kAnonymize)), 15, 1e-9);
+  EXPECT_NEAR(m.CostMsPerS(Session(Mode::kAnonymize)), 15 * 30, 1e-9);
   // A 360p session's encodes at step 1: 1 ms a frame, 4 ms a 720p frame; 3 ms less than step 0's.
   m.LearnEncode(VideoCodec::kVp8, 1, 640, 360, 1.0);
   EXPECT_NEAR(m.EncodeMs(VideoCodec::kVp8, 1), 4.0, 1e-9);
   EXPECT_EQ(m.EncodeSamples(VideoCodec::kVp8, 1), 1);
-  EXPECT_NEAR(m.PlannedMsPerFrame(Session(Mode::kAnonymize)), 20, 1e-9);
-  EXPECT_NEAR(m.CostMsPerS(Session(Mode::kAnonymize, 640, 360)), 20 * 30 / 4.0, 1e-9);
-  EXPECT_NEAR(m.CostMsPerFrame(Session(Mode::kAnonymize)), 23, 1e-9);  // at the configured speed
+  EXPECT_NEAR(m.PlannedMsPerFrame(Session(Mode::kAnonymize)), 12, 1e-9);
+  EXPECT_NEAR(m.CostMsPerS(Session(Mode::kAnonymize, 640, 360)), 12 * 30 / 4.0, 1e-9);
+  EXPECT_NEAR(m.CostMsPerFrame(Session(Mode::kAnonymize)), 15, 1e-9);  // at the configured speed
   // Step 0 measured in a session (8 ms) replaces the transcode's prior: 4 ms planned off.
   m.LearnEncode(VideoCodec::kVp8, 0, 1280, 720, 8.0);
-  EXPECT_NEAR(m.PlannedMsPerFrame(Session(Mode::kAnonymize)), 19, 1e-9);
-  EXPECT_NEAR(m.PlannedMsPerFrame(Session(Mode::kFullBlur)), 1.8 * 10 - 4, 1e-9);
+  EXPECT_NEAR(m.PlannedMsPerFrame(Session(Mode::kAnonymize)), 11, 1e-9);
+  EXPECT_NEAR(m.PlannedMsPerFrame(Session(Mode::kFullBlur)), 1.3 * 10 - 4, 1e-9);
   // A forwarding bypass session runs no encoder.
   EXPECT_NEAR(m.PlannedMsPerFrame(Session(Mode::kBypass)), 0.4 * 10, 1e-9);
-  // Capacity counts the planned cost: 1000 ms/s / (19 x 30) = 1.75 -> 1; at step 0, 23 x 30 -> 1.
-  EXPECT_EQ(m.CapacitySessions(VideoCodec::kVp8, Mode::kAnonymize), 1);
+  // Capacity counts the planned cost: 1000 ms/s / (11 x 30) = 3.03 -> 3; at step 0, 15 x 30 -> 2.
+  EXPECT_EQ(m.CapacitySessions(VideoCodec::kVp8, Mode::kAnonymize), 3);
   EXPECT_EQ(m.CapacitySessions(VideoCodec::kVp8, Mode::kBypass), 8);
   // server.admit_speed_step 0 plans nothing away.
   o.plan_speed_step = 0;
   CapacityModel at0(o, {{VideoCodec::kVp8, 10.0}}, {{VideoCodec::kVp8, 7.0}});
   at0.LearnEncode(VideoCodec::kVp8, 1, 1280, 720, 4.0);
-  EXPECT_NEAR(at0.PlannedMsPerFrame(Session(Mode::kAnonymize)), 23, 1e-9);
+  EXPECT_NEAR(at0.PlannedMsPerFrame(Session(Mode::kAnonymize)), 15, 1e-9);
   // Nor does a step that costs more than step 0, and no plan goes below a fifth of the full cost.
   o.plan_speed_step = 2;
   CapacityModel odd(o, {{VideoCodec::kVp8, 10.0}}, {{VideoCodec::kVp8, 7.0}});
   odd.LearnEncode(VideoCodec::kVp8, 2, 1280, 720, 9.0);
-  EXPECT_NEAR(odd.PlannedMsPerFrame(Session(Mode::kAnonymize)), 23, 1e-9);
+  EXPECT_NEAR(odd.PlannedMsPerFrame(Session(Mode::kAnonymize)), 15, 1e-9);
   odd.Learn(Session(Mode::kAnonymize, 1280, 720), 5.0);  // 0.5x: 5 ms a frame
   odd.LearnEncode(VideoCodec::kVp8, 0, 1280, 720, 30.0);
   EXPECT_NEAR(odd.PlannedMsPerFrame(Session(Mode::kAnonymize)), 1.0, 1e-9);
+}
+
+// With the startup's pair of standalone encodes (step 0 and the plan step on the same pictures),
+// the plan saves that pair's share of step 0's encode cost, from the start and whatever the
+// sessions' own figures at the plan step say (they are measured on harder pictures).
+TEST(Capacity, PlansTheEncoderStepWithTheStandalonePairsShare) {
+  CapacityOptions o = TwoCores();
+  o.plan_speed_step = 1;
+  // Step 0's encode 7 ms; step 1's took 0.8 of step 0's on the same pictures: 1.4 ms saved.
+  CapacityModel m(o, {{VideoCodec::kVp8, 10.0}}, {{VideoCodec::kVp8, 7.0}}, {{VideoCodec::kVp8, 0.8}});
+  EXPECT_NEAR(m.PlanEncodeRatio(VideoCodec::kVp8), 0.8, 1e-9);
+  EXPECT_EQ(m.PlanEncodeRatio(VideoCodec::kH264), -1);  // not timed
+  const double prior = PriorRatio(Mode::kAnonymize) * 10;
+  EXPECT_NEAR(m.PlannedMsPerFrame(Session(Mode::kAnonymize)), prior - 1.4, 1e-9);
+  EXPECT_NEAR(m.CostMsPerFrame(Session(Mode::kAnonymize)), prior, 1e-9);  // at the configured speed
+  // The sessions' step 0 (8 ms) sets what the share is of: 1.6 ms saved.
+  m.LearnEncode(VideoCodec::kVp8, 0, 1280, 720, 8.0);
+  EXPECT_NEAR(m.PlannedMsPerFrame(Session(Mode::kAnonymize)), prior - 1.6, 1e-9);
+  // Their step 1 read dearer than step 0 (shedding after cuts): reported, not planned with.
+  m.LearnEncode(VideoCodec::kVp8, 1, 1280, 720, 9.0);
+  EXPECT_NEAR(m.EncodeMs(VideoCodec::kVp8, 1), 9.0, 1e-9);
+  EXPECT_NEAR(m.PlannedMsPerFrame(Session(Mode::kAnonymize)), prior - 1.6, 1e-9);
+  EXPECT_NEAR(m.PlannedMsPerFrame(Session(Mode::kBypass)), PriorRatio(Mode::kBypass) * 10, 1e-9);  // forwards
+  // A plan step timed dearer than step 0 saves nothing; plan step 0 saves nothing.
+  CapacityModel dear(o, {{VideoCodec::kVp8, 10.0}}, {{VideoCodec::kVp8, 7.0}}, {{VideoCodec::kVp8, 1.07}});
+  EXPECT_NEAR(dear.PlanEncodeRatio(VideoCodec::kVp8), 1.0, 1e-9);
+  EXPECT_NEAR(dear.PlannedMsPerFrame(Session(Mode::kAnonymize)), prior, 1e-9);
+  o.plan_speed_step = 0;
+  CapacityModel at0(o, {{VideoCodec::kVp8, 10.0}}, {{VideoCodec::kVp8, 7.0}}, {{VideoCodec::kVp8, 0.8}});
+  EXPECT_NEAR(at0.PlannedMsPerFrame(Session(Mode::kAnonymize)), prior, 1e-9);
 }
 
 TEST(CostLearner, ASessionSheddingEncoderSpeedAloneIsLearnedAtStepZerosEncodeCost) {
