@@ -23,7 +23,7 @@ Status SessionManager::StartCapacity(MetricsRegistry* metrics) {
   co.plan_speed_step = deps_.server.admit_speed_step;
   std::map<VideoCodec, double> transcode, encode, plan_ratio;
   const double c0 = NowMs();
-  // One codec after the other: timed side by side, the two threads' figures read 3-15% higher
+  // One codec after the other: timed side by side, VP8 read 8% higher on average
   // and further apart (2026-12-04, docs/figures.md "Capacity run 21").
   for (const VideoCodecInfo& vc : VideoCodecs()) {
     auto t = MeasureTranscode(vc.codec, deps_.encoder, 24, co.plan_speed_step);
