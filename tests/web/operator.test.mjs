@@ -140,6 +140,9 @@ async function main() {
   await api(url, "PUT", "/v1/debug/inference", { stall: false });
   await waitUntil("detection back", () => page.evaluate(() => !window.veilOperator.thumbs.web.fail_closed), 15000);
   check(failClosed.length >= 2, `${failClosed.length} fail-closed thumbnails kept; detection back, badge gone`);
+  // The history now, while the stall is inside its 15-s window: the judge below can take longer
+  // than that on a busy machine (a CI on 2026-12-04 read the series after the stall had left it).
+  const stallHistory = (await api(url, "GET", "/v1/sessions/web/history")).body;
 
   // The judge: annotated faces in each thumbnail against the lossless master (no detector).
   const verdict = JSON.parse(execFileSync("/usr/bin/python3", [judge, clip, ...[...anon, ...bypass, ...failClosed].map(t => t.file),
@@ -183,7 +186,8 @@ async function main() {
   check(meanFps > 20 && h2.fail_closed_per_s.length === HISTORY_POINTS && h2.stale_drops_per_s.length === HISTORY_POINTS &&
         h2.processing_p99_ms.filter(v => v !== null && v > 0).length > HISTORY_POINTS / 2,
         `the history holds received fps (mean ${meanFps.toFixed(1)}), p99, fail-closed and stale series`);
-  check(h2.fail_closed_per_s.some(v => v >= 5), `the stall shows in the fail-closed series (max ${Math.max(...h2.fail_closed_per_s).toFixed(1)}/s)`);
+  check(stallHistory.fail_closed_per_s.some(v => v >= 5),
+        `the stall shows in the fail-closed series (max ${Math.max(...stallHistory.fail_closed_per_s).toFixed(1)}/s)`);
   const sparks = await page.evaluate(() => {
     const card = document.querySelector('.card[data-session="web"]');
     const out = {};
