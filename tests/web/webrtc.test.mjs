@@ -225,14 +225,15 @@ async function main() {
   // Full rate is what the publisher sends: a headless Chromium encoding 1280x720 in software on a
   // slow 2-core machine may send under 30 fps, and veil cannot deliver frames it never got. The
   // mark: all but 2 fps of the publisher's median (and >= 28 when the publisher sends 30).
-  // Asserted: frames flow at most of the publisher's rate (a stall or a keyframe loop fails it).
+  // Asserted (reported under sanitizers and on a slow machine, as before): frames flow at most of
+  // the publisher's rate (a stall or a keyframe loop fails it).
   // The rate mark itself is printed: in CI two headless browsers encoding and decoding 720p share
   // two cores with the server, and a rate is veil load's to assert (CI failed here at a median of
   // 25.9-27.9 fps on 2026-12-04 while veil bench read the machine at 0.96x the reference).
   const pubMedian = quantile(pubFps, 0.5), wantFps = Math.min(28, pubMedian - 2), floorFps = Math.min(20, pubMedian - 5);
   checkTiming(pubMedian >= 15, `the publisher sends >= 15 fps, enough for the rate check to mean something (${pubMedian})`);
-  check(medianFps >= floorFps, `the viewer decodes >= ${floorFps} fps after warm-up (median of 15 one-second samples ` +
-                               `${medianFps}; the publisher's median ${pubMedian})`);
+  checkTiming(medianFps >= floorFps, `the viewer decodes >= ${floorFps} fps after warm-up (median of 15 one-second ` +
+                                     `samples ${medianFps}; the publisher's median ${pubMedian})`);
   markCheck(medianFps >= wantFps, `the viewer decodes >= ${wantFps} fps after warm-up (median ${medianFps})`);
 
   // --- Server CPU per session, WebRTC ingest (this session and one WHEP viewer) ---
@@ -301,7 +302,7 @@ async function main() {
               `(the server switched ${Math.round(appliedAt - requestAt)} ms after the request; Playwright's click call took ` +
               `${clickMs} ms; cell detail ${detailBefore.toFixed(1)} -> ${detail.toFixed(2)})`);
   check(detailBefore > 2, `the viewer's picture has detail before the switch (${detailBefore.toFixed(1)})`);
-  check(switched >= 0 && switched <= 3000, `the viewer sees a whole-frame mosaic within 3 s of the switch (${switched} ms)`);
+  checkTiming(switched >= 0 && switched <= 3000, `the viewer sees a whole-frame mosaic within 3 s of the switch (${switched} ms)`);
   markCheck(switched >= 0 && switched <= 1000, `the viewer sees a whole-frame mosaic within 1 s of the switch (${switched} ms)`);
   check(detail < 1, `and keeps seeing it (cell detail ${detail.toFixed(2)})`);
   await watch.screenshot({ path: shots + "/watch-full-blur.png" });
