@@ -163,7 +163,13 @@ json StatsJson(const SessionInfo& s) {
                                    {"frames", st.publisher.frames},
                                    {"audio_packets", st.publisher.audio_packets},
                                    {"keyframe_requests", st.publisher.keyframe_requests},
-                                   {"plis", st.publisher.plis}}
+                                   {"plis", st.publisher.plis},
+                                   {"packets", st.publisher.packets},
+                                   {"lost", st.publisher.lost},
+                                   {"late", st.publisher.late},
+                                   {"nacks", st.publisher.rtx_requests},
+                                   {"recovered", st.publisher.rtx_recovered},
+                                   {"jitter_ms", st.publisher.jitter_ms}}
                             : json(nullptr)},
           {"stages_ms", StageJson(st.stages)},
           {"ai_target", s.target}};

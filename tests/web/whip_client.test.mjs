@@ -209,7 +209,9 @@ async function main() {
     // The browser's outbound-rtp entry was missing from a getStats() call once in five runs:
     // counted as zeros then (these counters are reported, not asserted).
     const o = (await pub.evaluate(() => window.outbound())) || {};
-    return { t, in: x.frames_received, out: x.frames_sent, decode_errors: x.decode_errors, fail_closed: x.fail_closed_frames,
+    return { t, in: x.frames_received, out: x.frames_sent, stale: x.stale_drops || 0, held: x.held_frames || 0,
+             sent: o.sent || 0, jb_lost: (x.publisher || {}).lost || 0, jb_late: (x.publisher || {}).late || 0,
+             jb_nacks: (x.publisher || {}).nacks || 0, jb_recovered: (x.publisher || {}).recovered || 0, decode_errors: x.decode_errors, fail_closed: x.fail_closed_frames,
              key_requests: (x.publisher || {}).keyframe_requests || 0, srv_plis: (x.publisher || {}).plis || 0,
              nacks: o.nacks || 0, plis: o.plis || 0, retransmitted: o.retransmitted || 0, bytes: o.bytes || 0 };
   };
@@ -276,12 +278,16 @@ async function main() {
   const phase = (from, to) => {
     const a = perSecond.find(p => p.t === from), b = perSecond.find(p => p.t === to);
     const d = k => b[k] - a[k];
-    return { s: to - from, fps_in: d("in") / (to - from), fps_out: d("out") / (to - from), decode_errors: d("decode_errors"),
+    return { s: to - from, fps_pub: d("sent") / (to - from), fps_in: d("in") / (to - from), fps_out: d("out") / (to - from),
+             stale: d("stale"), held: d("held"), jb_lost: d("jb_lost"), jb_late: d("jb_late"), jb_nacks: d("jb_nacks"),
+             jb_recovered: d("jb_recovered"), decode_errors: d("decode_errors"),
              fail_closed: d("fail_closed"), key_requests: d("key_requests"), srv_plis: d("srv_plis"), nacks: d("nacks"), plis: d("plis"),
              retransmitted: d("retransmitted"), kbps: (8 * d("bytes")) / 1000 / (to - from),
              min_out: Math.min(...outs(from, to)), max_silent: longestZeroRun(outs(from, to)) };
   };
-  const fmt = p => `${p.fps_in.toFixed(1)} fps in, ${p.fps_out.toFixed(1)} out (worst second ${p.min_out}, ` +
+  const fmt = p => `${p.fps_pub.toFixed(1)} fps sent by the browser, ${p.fps_in.toFixed(1)} in, ${p.fps_out.toFixed(1)} out ` +
+                   `(worst second ${p.min_out}, ${p.stale} stale drops, ${p.held} held, ` +
+                   `veil's jitter buffer: ${p.jb_lost} packets lost, ${p.jb_late} late, ${p.jb_nacks} NACKed, ${p.jb_recovered} recovered, ` +
                    `longest run of seconds with none ${p.max_silent}), ` +
                    `${p.decode_errors} decode errors, ${p.fail_closed} fail-closed, ${p.key_requests} keyframe requests and ${p.srv_plis} PLIs sent by veil, ` +
                    `${p.nacks} NACKs and ${p.plis} PLIs or FIRs seen by the browser, ${p.retransmitted} packets retransmitted, ` +

@@ -20,6 +20,10 @@ Result<std::unique_ptr<WhipIngest>> WhipIngest::Start(const Offer& offer, const 
   in->peer_ = std::move(*peer);
   GstElement* w = in->peer_->webrtc();
   g_signal_connect(w, "pad-added", G_CALLBACK(&WhipIngest::OnPadAdded), in.get());
+  if (GstElement* rtpbin = gst_bin_get_by_name(GST_BIN(w), "rtpbin")) {
+    g_signal_connect(rtpbin, "new-jitterbuffer", G_CALLBACK(&WhipIngest::OnNewJitterBuffer), in.get());
+    gst_object_unref(rtpbin);
+  }
   // One receive-only transceiver per offered m-line, restricted to the chosen codec.
   for (const OfferMedia& m : offer.media) {
     GstCaps* caps = CodecCaps(m);
@@ -37,8 +41,23 @@ Result<std::unique_ptr<WhipIngest>> WhipIngest::Start(const Offer& offer, const 
 }
 
 WhipIngest::~WhipIngest() {
-  if (peer_) g_signal_handlers_disconnect_by_data(peer_->webrtc(), this);
+  if (peer_) {
+    g_signal_handlers_disconnect_by_data(peer_->webrtc(), this);
+    if (GstElement* rtpbin = gst_bin_get_by_name(GST_BIN(peer_->webrtc()), "rtpbin")) {
+      g_signal_handlers_disconnect_by_data(rtpbin, this);
+      gst_object_unref(rtpbin);
+    }
+  }
   peer_.reset();
+  MutexLock lk(jb_mu_);
+  for (auto& [ssrc, jb] : jitterbuffers_) gst_object_unref(jb);
+  jitterbuffers_.clear();
+}
+
+void WhipIngest::OnNewJitterBuffer(GstElement*, GstElement* jitterbuffer, guint, guint ssrc, gpointer self) {
+  auto* in = static_cast<WhipIngest*>(self);
+  MutexLock lk(in->jb_mu_);
+  in->jitterbuffers_.emplace_back(uint32_t(ssrc), GST_ELEMENT(gst_object_ref(jitterbuffer)));
 }
 
 void WhipIngest::OnPadAdded(GstElement*, GstPad* pad, gpointer self) {
@@ -180,6 +199,25 @@ WhipIngestStats WhipIngest::stats() const {
   s.keyframe_requests = key_requests_;
   s.plis = plis_;
   s.state = peer_->connection_state();
+  GstElement* jb = nullptr;
+  {
+    MutexLock lk(jb_mu_);
+    for (auto& [ssrc, e] : jitterbuffers_)
+      if (ssrc == video_ssrc_.load()) jb = GST_ELEMENT(gst_object_ref(e));
+  }
+  if (!jb) return s;
+  GstStructure* st = nullptr;
+  g_object_get(jb, "stats", &st, nullptr);
+  gst_object_unref(jb);
+  if (!st) return s;
+  guint64 v = 0;
+  if (gst_structure_get_uint64(st, "num-pushed", &v)) s.packets = v;
+  if (gst_structure_get_uint64(st, "num-lost", &v)) s.lost = v;
+  if (gst_structure_get_uint64(st, "num-late", &v)) s.late = v;
+  if (gst_structure_get_uint64(st, "rtx-count", &v)) s.rtx_requests = v;
+  if (gst_structure_get_uint64(st, "rtx-success-count", &v)) s.rtx_recovered = v;
+  if (gst_structure_get_uint64(st, "avg-jitter", &v)) s.jitter_ms = double(v) / 1e6;
+  gst_structure_free(st);
   return s;
 }
 

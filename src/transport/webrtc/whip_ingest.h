@@ -8,7 +8,10 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
+#include "core/mutex.h"
 #include "media/codec.h"
 #include "transport/webrtc/webrtc_peer.h"
 
@@ -18,6 +21,11 @@ struct WhipIngestStats {
   // keyframe_requests: asked for (veil's decoder, or the depayloader after a loss);
   // plis: of those, handed to the RTP session as RTCP PLI (at most one per 250 ms).
   uint64_t frames = 0, audio_packets = 0, keyframe_requests = 0, plis = 0;
+  // The video jitter buffer's counters: packets pushed on, lost (given up on at their play-out
+  // time), late (arrived after it), NACKs sent (rtx_requests) and the packets a retransmission
+  // filled in time (rtx_recovered).
+  uint64_t packets = 0, lost = 0, late = 0, rtx_requests = 0, rtx_recovered = 0;
+  double jitter_ms = 0;  // RFC 3550 inter-arrival jitter
   std::string state;  // connection state
 };
 
@@ -45,6 +53,7 @@ class WhipIngest {
   static GstFlowReturn OnVideoSample(GstElement* sink, gpointer self);
   static GstFlowReturn OnAudioSample(GstElement* sink, gpointer self);
   static GstPadProbeReturn OnDepayUpstream(GstPad* pad, GstPadProbeInfo* info, gpointer self);
+  static void OnNewJitterBuffer(GstElement* rtpbin, GstElement* jitterbuffer, guint session, guint ssrc, gpointer self);
   std::unique_ptr<WebRtcPeer> peer_;
   VideoCodec codec_ = VideoCodec::kVp8;  // picks the depayloader
   OnFrame on_frame_;
@@ -56,6 +65,10 @@ class WhipIngest {
   std::atomic<uint32_t> video_ssrc_{0};
   std::atomic<int> video_pt_{-1};
   std::atomic<bool> linked_video_{false};
+  // Every jitter buffer webrtcbin made (audio's and video's share session 0 under max-bundle),
+  // by SSRC; stats() reads the video SSRC's. Held with a reference until the ingest ends.
+  mutable Mutex jb_mu_;
+  std::vector<std::pair<uint32_t, GstElement*>> jitterbuffers_ GUARDED_BY(jb_mu_);
 };
 
 }  // namespace veil
