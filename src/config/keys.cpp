@@ -254,6 +254,7 @@ const std::vector<KeySpec>& ConfigKeys() {
       Key("server.viewer_queue", "viewer-queue", "frames queued per viewer before it drops to a keyframe", F(server.viewer_queue)),
       Key("server.jitter_ms", "jitter-ms", "ingest jitter buffer depth, ms", F(server.jitter_ms)),
       Key("server.budget_ms", "budget-ms", "a frame this old after decoding (with server.decode_on_executor: after its hand-over to the executor) is dropped as stale, ms", F(server.budget_ms)),
+      Key("server.burst_allowance_ms", "burst-allowance-ms", "WebRTC ingest: frames handed over bunched (a retransmission held back the frames after a lost packet) each keep the deadline their own spacing gives (RTP timestamps), at most this much after their hand-over; 0: every frame's deadline is its hand-over + budget_ms, ms", F(server.burst_allowance_ms)),
       Key("server.publisher_timeout_ms", "publisher-timeout-ms", "no packet for this long ends a session, ms", F(server.publisher_timeout_ms)),
       Key("server.start_timeout_ms", "start-timeout-ms", "a session with no packet this long after creation ends, ms", F(server.start_timeout_ms)),
       Key("server.history_s", "history-s", "per-session history of the figures kept for the operator page, s", F(server.history_s)),

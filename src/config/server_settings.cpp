@@ -48,6 +48,7 @@ Status Validate(const ServerSettings& v) {
                     in(v.drain_timeout_s, 0.0, 86400.0, "server.drain_timeout_s"),
                     in(v.max_viewers, 1, 1024, "server.max_viewers"), in(v.viewer_queue, 1, 256, "server.viewer_queue"),
                     in(v.jitter_ms, 0, 2000, "server.jitter_ms"), in(v.budget_ms, 1.0, 10000.0, "server.budget_ms"),
+                    in(v.burst_allowance_ms, 0.0, 1000.0, "server.burst_allowance_ms"),
                     in(v.publisher_timeout_ms, 100.0, 3600000.0, "server.publisher_timeout_ms"),
                     in(v.start_timeout_ms, 100.0, 3600000.0, "server.start_timeout_ms"),
                     in(v.history_s, 1.0, 86400.0, "server.history_s"),

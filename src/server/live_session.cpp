@@ -1,5 +1,6 @@
 #include "server/live_session.h"
 
+#include <algorithm>
 #include <cmath>
 #include <exception>
 
@@ -21,6 +22,8 @@ Result<std::unique_ptr<LiveSession>> LiveSession::Start(const std::string& id, c
                                                         MetricsRegistry* metrics,
                                                         std::shared_ptr<FrameExecutor> executor) {
   if (!(c.budget_ms > 0 && c.budget_ms <= 10000)) return Status::Error("session budget must be in (0, 10000] ms");
+  if (!(c.burst_allowance_ms >= 0 && c.burst_allowance_ms <= 1000))
+    return Status::Error("session burst allowance must be in [0, 1000] ms");
   if (c.queue_frames < 1 || c.queue_frames > 64) return Status::Error("session queue must hold 1..64 frames");
   if (Status s = Validate(c.privacy); !s) return s;
   if (Status s = Validate(c.speed); !s) return s;
@@ -199,7 +202,10 @@ void LiveSession::HandOver(EncodedFrame&& f, uint32_t rtp_ts) {
 }
 
 void LiveSession::DecodeHandedOver() {
-  for (;;) {
+  // With a burst allowance, no more than the queue holds: a bunch of frames handed over together
+  // is decoded as the privacy stage takes them, not all at once to evict the oldest (the next to
+  // be due). Without, the newest frames win, as the deadlines say.
+  while (cfg_.burst_allowance_ms <= 0 || queue_.size() < queue_.capacity()) {
     Pending p;
     {
       MutexLock lk(pending_mu_);
@@ -238,14 +244,19 @@ void LiveSession::DecodeAndQueue(EncodedFrame&& f, uint32_t rtp_ts, double hande
   if (out.size() != 1) forwarding_ = forwarding_now_ = false;  // nothing the viewers could decode, or no 1:1
   for (auto& fr : out) {
     m_decode_->Observe(t1 - t0);
-    ++frames_in_;
+    const uint64_t index = ++frames_in_;
     m_in_->Inc();
     // The picture's own timestamp (a decoder that held it back hands it out with a later input).
     const uint32_t ts = uint32_t(fr->pts);
     // On the executor the frame's clock starts when it was handed over: its wait for the decode
     // counts against its budget, as the wait for the privacy stage does.
     const bool handed = handed_ms >= 0;
-    Decoded item{std::move(fr), seq, ts, handed ? handed_ms : t1, handed ? t1 - t0 : 0.0, arrival};
+    const double start = handed ? handed_ms : t1;
+    const double paced =
+        paced_ms_ ? PacedHandOver(start, ts, *paced_ms_, paced_ts_, cfg_.burst_allowance_ms) : start;
+    paced_ms_ = paced;
+    paced_ts_ = ts;
+    Decoded item{std::move(fr), seq, ts, start, handed ? t1 - t0 : 0.0, arrival, paced + cfg_.budget_ms, int64_t(index)};
     if (ts != rtp_ts) forwarding_ = forwarding_now_ = false;  // not this input's picture: nothing to pair it with
     else if (out.size() == 1 && MaybeForward(f, item)) break;
     const double due = Due(item);
@@ -307,6 +318,11 @@ bool MayHoldPrevious(const FrameReport& rep, const Frame* previous, Mode previou
          previous->width == f.width && previous->height == f.height && held_in_a_row < max_hold;
 }
 
+double PacedHandOver(double handed_ms, uint32_t ts, double prev_paced_ms, uint32_t prev_ts, double allowance_ms) {
+  const double step = std::clamp(double(int32_t(ts - prev_ts)) / 90.0, 0.0, allowance_ms);
+  return std::clamp(prev_paced_ms + step, handed_ms, handed_ms + allowance_ms);
+}
+
 int64_t DetectSlot(int64_t index, double arrived_ms, int cadence, double fps, double phase, double epoch_ms) {
   if (cadence <= 1 || !(fps > 0)) return 0;
   const double frame_ms = 1000.0 / fps;
@@ -319,7 +335,7 @@ int64_t DetectSlot(int64_t index, double arrived_ms, int cadence, double fps, do
 void LiveSession::ProcessOne(Decoded& item) {
   const double start = NowMs();
   m_queue_->Observe(start - item.decoded_ms - item.decode_ms);
-  if (start - item.decoded_ms > cfg_.budget_ms) {  // it could only leave late: drop before any work
+  if (start > Due(item)) {  // it could only leave late: drop before any work
     ++stale_;
     m_stale_->Inc();
     speed_.OnStale(start);
@@ -330,7 +346,7 @@ void LiveSession::ProcessOne(Decoded& item) {
     }
   Shed(start);
   Frame& f = *item.frame;
-  f.index = int64_t(frames_in_.load());  // arrival order drives cadence and result age
+  f.index = item.index;  // its own place in arrival order drives cadence and result age
   if (cfg_.detect_phase >= 0 && privacy_->current_every() != slot_cadence_) {
     // The first frame, or the cadence changed (shedding, auto cadence): place the slot again.
     slot_cadence_ = privacy_->current_every();

@@ -58,6 +58,12 @@ struct LiveSessionConfig {
   EncoderOptions encoder;
   int decode_threads = 1;
   double budget_ms = 33.0;       // a frame older than this after decoding (or its hand-over) is dropped as stale
+  // A frame that arrives bunched with the ones before it (a retransmission held the frames
+  // after a lost packet) is due budget_ms after the time its RTP spacing from the frame before
+  // gives, at most this much after its own hand-over. 0: due budget_ms after hand-over. The
+  // encoder speed control still sees each frame's wait since its hand-over. The server sets
+  // server.burst_allowance_ms for WebRTC ingest only.
+  double burst_allowance_ms = 0.0;
   size_t queue_frames = 2;       // decoded frames waiting for the worker
   // With an executor: the ingest thread only hands each compressed frame over, and the decode
   // runs on the executor as part of the session's work, earliest deadline first with the rest
@@ -98,6 +104,14 @@ int64_t DetectSlot(int64_t index, double arrived_ms, int cadence, double fps, do
 // max_hold frames in a row were held already.
 bool MayHoldPrevious(const FrameReport& rep, const Frame* previous, Mode previous_mode, const Frame& f,
                      int held_in_a_row, int max_hold);
+
+// When a frame handed over at `handed_ms` with RTP timestamp `ts` (90 kHz) would have come had
+// it kept its spacing from the frame before (handed, or paced, at `prev_paced_ms` with `prev_ts`):
+// the later of its hand-over and prev_paced_ms + the timestamp step, at most `allowance_ms`
+// after its hand-over. A frame that comes on time or late is paced at its hand-over; only the
+// frames of a bunch get later ones. A timestamp step back, or one over the allowance (a
+// restart, a pause), counts as no spacing / the allowance.
+double PacedHandOver(double handed_ms, uint32_t ts, double prev_paced_ms, uint32_t prev_ts, double allowance_ms);
 
 // A still of the session's outgoing picture (GET /v1/sessions/{id}/snapshot.jpg).
 struct SessionSnapshot {
@@ -220,6 +234,14 @@ class LiveSession {
     double decoded_ms = 0;
     double decode_ms = 0;
     double arrival_ms = 0;
+    // Its deadline: budget_ms after its paced hand-over (PacedHandOver), which is decoded_ms
+    // unless it came bunched with the frames before it.
+    double due_ms = 0;
+    // Its place in arrival order (frames_in_ when it was decoded): detection cadence and a
+    // result's age count frames by it. Not frames_in_ when it is processed: a frame that waited
+    // behind others would count as newer than it is, and the tracker would extrapolate its
+    // masks by too few frames.
+    int64_t index = 0;
   };
   // A compressed frame handed over by the ingest thread, waiting for the executor to decode it.
   struct Pending {
@@ -241,7 +263,7 @@ class LiveSession {
   void Work();                                         // the session's own worker thread
   std::optional<double> RunOne();                      // a frame executor's thread: one frame
   bool RunItem(Decoded& item);                         // worker: ProcessOne; false: the session failed
-  double Due(const Decoded& d) const { return d.decoded_ms + cfg_.budget_ms; }  // leaves by then, or is stale
+  static double Due(const Decoded& d) { return d.due_ms; }  // leaves by then, or is stale
   void ProcessOne(Decoded& item);                      // worker thread
   // Decoding thread (the executor, or the ingest thread): sends the publisher's own frame in
   // bypass when the viewers can decode it (bypass forwarding); false: the worker processes it.
@@ -285,6 +307,10 @@ class LiveSession {
   uint64_t encoded_after_forward_ = 0;        // worker thread: forwarded_ at its last encode
   double next_keyframe_ms_ = 0;               // worker thread: the next periodic keyframe (arrival time)
   int slot_cadence_ = 0;                      // worker thread: the cadence the detection slot was set for
+  // The decoding thread's pacing of hand-overs (PacedHandOver): the last frame's paced time and
+  // RTP timestamp; none before the first frame.
+  std::optional<double> paced_ms_;
+  uint32_t paced_ts_ = 0;
   double last_keyframe_ms_ = -1e300;          // worker thread: arrival time of the last keyframe out
   std::atomic<uint64_t> ingest_seq_{0};       // decoding thread: every input frame, decoded or not
   std::atomic<bool> forwarding_now_{false};

@@ -117,6 +117,9 @@ Status SessionManager::Create(const CreateSpec& spec, const std::string& caller,
   c.decode_threads = deps_.decode_threads;
   c.decode_on_executor = deps_.server.decode_on_executor;
   c.budget_ms = deps_.server.budget_ms;
+  // Only a WebRTC publisher's frames are held behind a lost packet while its retransmission
+  // comes (NACK); plain RTP ingest has no retransmission, and its bunches are the machine's.
+  c.burst_allowance_ms = spec.ingest == IngestKind::kWebRtc ? deps_.server.burst_allowance_ms : 0.0;
   c.jitter_ms = deps_.server.jitter_ms;
   c.ingest_address = deps_.server.rtp_address;
   c.viewer_queue_frames = size_t(deps_.server.viewer_queue);
