@@ -164,12 +164,12 @@ json StatsJson(const SessionInfo& s) {
                                    {"audio_packets", st.publisher.audio_packets},
                                    {"keyframe_requests", st.publisher.keyframe_requests},
                                    {"plis", st.publisher.plis},
-                                   {"packets", st.publisher.packets},
-                                   {"lost", st.publisher.lost},
-                                   {"late", st.publisher.late},
-                                   {"nacks", st.publisher.rtx_requests},
-                                   {"recovered", st.publisher.rtx_recovered},
-                                   {"jitter_ms", st.publisher.jitter_ms}}
+                                   {"packets", st.publisher.jitter_buffer.packets},
+                                   {"lost", st.publisher.jitter_buffer.lost},
+                                   {"late", st.publisher.jitter_buffer.late},
+                                   {"nacks", st.publisher.jitter_buffer.rtx_requests},
+                                   {"recovered", st.publisher.jitter_buffer.rtx_recovered},
+                                   {"jitter_ms", st.publisher.jitter_buffer.jitter_ms}}
                             : json(nullptr)},
           {"stages_ms", StageJson(st.stages)},
           {"ai_target", s.target}};

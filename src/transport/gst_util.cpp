@@ -84,4 +84,20 @@ void GstPipeline::Stop() {
   if (p_) gst_element_set_state(p_, GST_STATE_NULL);
 }
 
+JitterBufferCounters ReadJitterBuffer(GstElement* jitterbuffer) {
+  JitterBufferCounters c;
+  GstStructure* st = nullptr;
+  g_object_get(jitterbuffer, "stats", &st, nullptr);
+  if (!st) return c;
+  guint64 v = 0;
+  if (gst_structure_get_uint64(st, "num-pushed", &v)) c.packets = v;
+  if (gst_structure_get_uint64(st, "num-lost", &v)) c.lost = v;
+  if (gst_structure_get_uint64(st, "num-late", &v)) c.late = v;
+  if (gst_structure_get_uint64(st, "rtx-count", &v)) c.rtx_requests = v;
+  if (gst_structure_get_uint64(st, "rtx-success-count", &v)) c.rtx_recovered = v;
+  if (gst_structure_get_uint64(st, "avg-jitter", &v)) c.jitter_ms = double(v) / 1e6;
+  gst_structure_free(st);
+  return c;
+}
+
 }  // namespace veil

@@ -2,6 +2,7 @@
 #pragma once
 #include <gst/gst.h>
 
+#include <cstdint>
 #include <string>
 
 #include "core/status.h"
@@ -10,6 +11,15 @@ namespace veil {
 
 // Initializes GStreamer once per process (thread-safe).
 void EnsureGstInit();
+
+// An rtpjitterbuffer's counters (its "stats" property): packets pushed on, lost (given up on at
+// their play-out time), late (arrived after it), retransmissions asked for (NACK) and the
+// packets one filled in time, RFC 3550 inter-arrival jitter.
+struct JitterBufferCounters {
+  uint64_t packets = 0, lost = 0, late = 0, rtx_requests = 0, rtx_recovered = 0;
+  double jitter_ms = 0;
+};
+JitterBufferCounters ReadJitterBuffer(GstElement* jitterbuffer);
 
 // Parses a gst-launch style description; owns the pipeline.
 class GstPipeline {

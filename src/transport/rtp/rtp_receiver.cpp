@@ -200,16 +200,11 @@ RtpReceiverStats RtpReceiver::stats() const {
   s.ssrc_changes = admission_->ssrc_changes();
   s.restarts = admission_->restarts();
   if (!jitterbuffer_) return s;
-  GstStructure* st = nullptr;
-  g_object_get(jitterbuffer_, "stats", &st, nullptr);
-  if (st) {
-    guint64 v = 0;
-    if (gst_structure_get_uint64(st, "num-pushed", &v)) s.packets = v;
-    if (gst_structure_get_uint64(st, "num-lost", &v)) s.lost = v;
-    if (gst_structure_get_uint64(st, "num-late", &v)) s.late = v;
-    if (gst_structure_get_uint64(st, "avg-jitter", &v)) s.jitter_ms = double(v) / 1e6;
-    gst_structure_free(st);
-  }
+  const JitterBufferCounters c = ReadJitterBuffer(jitterbuffer_);
+  s.packets = c.packets;
+  s.lost = c.lost;
+  s.late = c.late;
+  s.jitter_ms = c.jitter_ms;
   return s;
 }
 

@@ -57,6 +57,10 @@ WhipIngest::~WhipIngest() {
 void WhipIngest::OnNewJitterBuffer(GstElement*, GstElement* jitterbuffer, guint, guint ssrc, gpointer self) {
   auto* in = static_cast<WhipIngest*>(self);
   MutexLock lk(in->jb_mu_);
+  if (in->jitterbuffers_.size() >= kMaxJitterBuffers) {
+    gst_object_unref(in->jitterbuffers_.front().second);
+    in->jitterbuffers_.erase(in->jitterbuffers_.begin());
+  }
   in->jitterbuffers_.emplace_back(uint32_t(ssrc), GST_ELEMENT(gst_object_ref(jitterbuffer)));
 }
 
@@ -206,18 +210,8 @@ WhipIngestStats WhipIngest::stats() const {
       if (ssrc == video_ssrc_.load()) jb = GST_ELEMENT(gst_object_ref(e));
   }
   if (!jb) return s;
-  GstStructure* st = nullptr;
-  g_object_get(jb, "stats", &st, nullptr);
+  s.jitter_buffer = ReadJitterBuffer(jb);
   gst_object_unref(jb);
-  if (!st) return s;
-  guint64 v = 0;
-  if (gst_structure_get_uint64(st, "num-pushed", &v)) s.packets = v;
-  if (gst_structure_get_uint64(st, "num-lost", &v)) s.lost = v;
-  if (gst_structure_get_uint64(st, "num-late", &v)) s.late = v;
-  if (gst_structure_get_uint64(st, "rtx-count", &v)) s.rtx_requests = v;
-  if (gst_structure_get_uint64(st, "rtx-success-count", &v)) s.rtx_recovered = v;
-  if (gst_structure_get_uint64(st, "avg-jitter", &v)) s.jitter_ms = double(v) / 1e6;
-  gst_structure_free(st);
   return s;
 }
 

@@ -21,11 +21,7 @@ struct WhipIngestStats {
   // keyframe_requests: asked for (veil's decoder, or the depayloader after a loss);
   // plis: of those, handed to the RTP session as RTCP PLI (at most one per 250 ms).
   uint64_t frames = 0, audio_packets = 0, keyframe_requests = 0, plis = 0;
-  // The video jitter buffer's counters: packets pushed on, lost (given up on at their play-out
-  // time), late (arrived after it), NACKs sent (rtx_requests) and the packets a retransmission
-  // filled in time (rtx_recovered).
-  uint64_t packets = 0, lost = 0, late = 0, rtx_requests = 0, rtx_recovered = 0;
-  double jitter_ms = 0;  // RFC 3550 inter-arrival jitter
+  JitterBufferCounters jitter_buffer;  // the video's (zeros until its jitter buffer exists)
   std::string state;  // connection state
 };
 
@@ -67,6 +63,8 @@ class WhipIngest {
   std::atomic<bool> linked_video_{false};
   // Every jitter buffer webrtcbin made (audio's and video's share session 0 under max-bundle),
   // by SSRC; stats() reads the video SSRC's. Held with a reference until the ingest ends.
+  // At most kMaxJitterBuffers are kept (a publisher that keeps changing SSRC cannot grow it).
+  static constexpr size_t kMaxJitterBuffers = 16;
   mutable Mutex jb_mu_;
   std::vector<std::pair<uint32_t, GstElement*>> jitterbuffers_ GUARDED_BY(jb_mu_);
 };
