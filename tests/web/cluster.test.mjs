@@ -37,7 +37,17 @@ async function main() {
   const n1 = await node(11, 1), n2 = await node(12, 2);
   // Node 1 full: a session held there (placed=node-1 keeps it local).
   check((await api(n1.url, "POST", "/v1/sessions?placed=node-1", { id: "filler" })).status === 201, "node 1 holds a session");
-  await sleep(1500);  // both nodes have seen each other's heartbeat
+  // Node 1 must have seen node 2's heartbeat before the page offers there (a fixed 1.5 s was too
+  // short once in a clean-clone CI: node 1 answered 503 instead of 307).
+  const liveNodes = async u => {
+    const r = await fetch(u + "/metrics").catch(() => null);
+    const m = r && r.status === 200 ? (await r.text()).match(/^veil_cluster_nodes(?:\{[^}]*\})? ([0-9.e+]+)$/m) : null;
+    return m ? Number(m[1]) : 0;
+  };
+  let seen = 0;
+  for (let i = 0; i < 75 && (seen = Math.min(await liveNodes(n1.url), await liveNodes(n2.url))) < 2; ++i) await sleep(200);
+  check(seen >= 2, `both nodes see each other in the registry (veil_cluster_nodes ${seen})`);
+  await sleep(1200);  // and one more heartbeat: node 1's carries its filler session
 
   const browser = await launchBrowser([
     "--use-fake-ui-for-media-stream", "--use-fake-device-for-media-stream", "--use-file-for-fake-video-capture=" + camera,
