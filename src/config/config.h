@@ -70,7 +70,8 @@ struct ServerSettings {
   // Cluster (src/cluster): empty redis = a standalone node.
   std::string cluster_redis, cluster_node_id, cluster_public_url;
   double publisher_timeout_ms = 5000, start_timeout_ms = 30000, budget_ms = 33;
-  // Frames that arrive bunched keep the deadline of their own spacing, up to this much later.
+  // WebRTC ingest: frames handed over bunched (behind a retransmission) keep the deadline of
+  // their own RTP spacing, up to this much later than their hand-over; RTP ingest never does.
   double burst_allowance_ms = 100;
   double history_s = 300, history_interval_ms = 1000;  // per-session figures' history (operator page)
   // The control plane's HTTP server (http/server.h): connection cap, handler threads, deadlines.
