@@ -34,8 +34,16 @@ Result<std::unique_ptr<RtpReceiver>> RtpReceiver::Start(const RtpReceiverConfig&
       "udpsrc name=src reuse=false buffer-size=" + std::to_string(c.socket_buffer_bytes) + " address=" + c.address +
       " port=" + std::to_string(c.port) + " caps=\"application/x-rtp,media=video,clock-rate=" +
       std::to_string(vc.clock_rate) + ",encoding-name=" + vc.sdp_name + ",payload=" + std::to_string(c.payload_type) +
+      // drop-on-latency=false: with it, the jitter buffer threw its oldest packets away whenever
+      // what it held spanned its latency in RTP time, which a bunch of frames arriving together
+      // does (a network that stalls and then delivers, while this thread is briefly busy): the
+      // frames were lost silently (not counted as lost, no sequence gap) and a keyframe's loss
+      // cost the stream until the next one (rtp_test BunchedFramesWhileTheConsumerIsBusy...).
+      // What the buffer holds is bounded by its consumer, which never waits: the session's
+      // hand-over to the executor (a bounded, counted queue) or one decode. webrtcbin's jitter
+      // buffers (WHIP ingest) run the same way.
       "\" ! rtpjitterbuffer name=jb latency=" + std::to_string(c.latency_ms) +
-      " mode=none drop-on-latency=true faststart-min-packets=2 ! " + vc.depayloader + " name=depay ! " +
+      " mode=none drop-on-latency=false faststart-min-packets=2 ! " + vc.depayloader + " name=depay ! " +
       vc.stream_caps + " ! appsink name=sink sync=false async=false max-buffers=16 drop=true";
   auto p = GstPipeline::Parse(desc);
   if (!p) return p.status();
