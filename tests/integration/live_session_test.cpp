@@ -467,9 +467,9 @@ TEST(LiveSession, RunsOnTheServersFrameExecutorWithItsDecode) { RunOnTheExecutor
 // is dropped as stale for arriving with the others, and no face shows (ground truth). After 15
 // paced frames, bunches of 3 frames every 3 frame intervals; the worker's frame made at least
 // 20 ms dearer (InjectWorkerCpuMs), so the 3rd of a bunch waits over 33 ms for the 2 before it:
-// strictly due at its hand-over + 33 ms (allowance 0), it goes stale. (The test's own RTP
-// sender loses some of the bunched frames before they leave it, with no sequence gap: about
-// 25 of 120 here; the figures are counted against the frames received.)
+// strictly due at its hand-over + 33 ms (allowance 0), it goes stale. Every frame sent must
+// arrive: the RTP ingest's jitter buffer once dropped about 25 of the 120 bunched frames
+// silently (drop-on-latency, rtp_test BunchedFramesWhileTheConsumerIsBusyAreAllDelivered).
 LiveSessionStats RunBunched(double allowance_ms, int* judged, int* visible) {
   const Source src = LoadSource(240);
   const test::GroundTruthClip& clip = Truth();
@@ -515,7 +515,8 @@ TEST(LiveSession, FramesHandedOverInABunchKeepTheirOwnSpacingsDeadline) {
   EXPECT_GT(judged, 10);
 #if !defined(VEIL_SANITIZED_BUILD)
   EXPECT_GT(judged, 60);
-  EXPECT_GE(paced.frames_in, 60u);
+  EXPECT_GE(paced.frames_in, 114u) << "bunched frames were lost in the ingest";
+  EXPECT_GE(strict.frames_in, 114u) << "bunched frames were lost in the ingest";
   // The control: strictly, the later frames of each bunch go stale (the check can fail).
   EXPECT_GE(strict.stale_drops, 15u) << "the bunches did not make the strict deadlines miss";
   EXPECT_LE(paced.stale_drops, 10u) << "frames of a bunch dropped as stale";
