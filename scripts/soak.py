@@ -264,6 +264,9 @@ def main():
             c["restart_rc"] = run([veil, "publish", "--server", server, "-i", clip, "--session", sid, "--attach",
                                    "--seconds", "2"], 20)
         st, body = api.call("GET", f"/v1/sessions/{sid}/stats")
+        c["stats_status"] = st
+        if st != 200:  # kept so that a cycle without frames says why
+            c["stats_error"] = str(body)[:300]
         if st == 200:
             c["frames_in"] = body.get("frames_received")
             c["frames_out"] = body.get("frames_sent")
@@ -409,7 +412,11 @@ def main():
     if summary["whep_viewers_with_frames"] < summary["whep_viewers"]:
         problems.append(f"WHEP viewers without frames: {[c['cycle'] for c in cyc if not c.get('whep', {}).get('frames')]}")
     if summary["cycles_without_frames"]:
-        problems.append(f"cycles with no frame out: {summary['cycles_without_frames']}")
+        why = {c["cycle"]: {k: c.get(k) for k in ("restart", "publish_rc", "restart_rc", "stats_status", "stats_error",
+                                                    "frames_in", "frames_out", "fail_closed", "ssrc_changes", "delete")}
+               for c in cyc if not c.get("frames_out")}
+        problems.append(f"cycles with no frame out: {summary['cycles_without_frames']} ({json.dumps(why)}; "
+                        "the server's and clients' logs are in OUT/serve.log, OUT/clients.log)")
     # Flat after warm-up: the trend through every cycle's sample (one idle pair of points is
     # noise-prone: the allocator's idle state differs by a few MB from one quiet moment to the next).
     if rss_slope is not None and n_after >= 100 and rss_slope > a.max_rss_growth:
