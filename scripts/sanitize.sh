@@ -20,7 +20,7 @@ CC=clang-14 CXX=clang++-14 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Re
   -DVEIL_ASSETS="$VEIL_ASSETS" > "$build/configure-tests.log"
 # cli_test is left out for CI time (90 s under ASan on 2 cores); `ctest --preset asan` runs it.
 tests=(core_test vision_test detector_test privacy_test eval_unit_test server_unit_test http_test config_test
-  inference_test fanout_test media_test hardening_test worker_protocol_test paced_session_test cluster_test)
+  inference_test fanout_test transport_test media_test hardening_test worker_protocol_test paced_session_test cluster_test)
 cmake --build "$build" -j "${JOBS:-$(nproc)}" --target veil "${tests[@]}"
 if [ -d "$media" ] && [ ! -e "$build/media" ]; then ln -s "$(cd "$media" && pwd)" "$build/media"; fi
 [ -d "$build/media" ] || { echo "sanitize: no test media: run scripts/test.sh first" >&2; exit 2; }

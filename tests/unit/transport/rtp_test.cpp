@@ -88,21 +88,16 @@ void LoopbackRoundTrip(VideoCodec codec) {
     ASSERT_TRUE((*tx)->Send(frames[i], base + uint32_t(i * 3000)).ok());
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
-#if defined(VEIL_SANITIZED_BUILD)
-  // Sanitized builds are slow enough for the jitter buffer to drop late
-  // packets; they check correctness of what arrives, not the rate.
-  const size_t want = frames.size() / 2;
-#else
+  // Sent 6x faster than real time: under a sanitizer the jitter buffer once dropped packets here
+  // (drop-on-latency, off since; 30 of 30 arrive under ASan too).
   const size_t want = frames.size() - 2;
-#endif
   ASSERT_TRUE(got.WaitFor(want, 3000)) << "received " << got.frames.size() << " (jitter buffer pushed "
                                        << (*rx)->stats().packets << ", lost " << (*rx)->stats().lost << ", late "
                                        << (*rx)->stats().late << ")";
   auto dec = VideoDecoder::Open(codec, 1);
   ASSERT_TRUE(dec.ok());
   std::lock_guard lk(got.mu);
-  // Frames are matched by RTP timestamp (a slow, sanitized build may see the
-  // jitter buffer drop one as too late; nothing else may change).
+  // Frames are matched by RTP timestamp (nothing may change in transit).
   int decoded = 0;
   uint32_t last_delta = 0;
   for (size_t k = 0; k < got.frames.size(); ++k) {
