@@ -28,7 +28,7 @@ struct WebRtcSettings {
   int max_pending = 4;                    // offers negotiated at once; more are answered 429
   double offers_per_s = 10;               // sustained offers per second (burst: 2 s worth); more -> 429
   int start_bitrate_kbps = 2500;
-  int jitter_ms = 200;                    // receive jitter buffer of WebRTC peers: room for NACK retransmissions
+  int jitter_ms = 400;                    // receive jitter buffer of WebRTC peers: room for NACK retransmissions
   double negotiate_timeout_ms = 5000, connect_timeout_ms = 15000;
 };
 

@@ -314,7 +314,7 @@ const std::vector<KeySpec>& ConfigKeys() {
       Key("webrtc.allow_origin", "", "CORS Access-Control-Allow-Origin of /whip and /whep", F(server.webrtc.allow_origin)),
       Key("webrtc.max_pending", "", "offers negotiated at once; more are answered 429", F(server.webrtc.max_pending)),
       Key("webrtc.offers_per_s", "", "offers accepted per second (bursts of 2 s worth); more are answered 429", F(server.webrtc.offers_per_s)),
-      Key("webrtc.jitter_ms", "", "WebRTC receive jitter buffer, ms: room for NACK retransmissions (120 ms kept 15 fps of 30 under 5% loss at ~80 ms RTT, 200 ms 25-30)", F(server.webrtc.jitter_ms)),
+      Key("webrtc.jitter_ms", "", "WebRTC receive jitter buffer, ms: how long a missing packet is waited for, room for NACK retransmissions (under 5% loss at ~80 ms RTT: 120 ms kept 15 fps of 30; 200 ms gave up on 4-5 packets in 15 s, each costing the frames up to a keyframe; 400 ms on none)", F(server.webrtc.jitter_ms)),
       Key("webrtc.start_bitrate_kbps", "", "x-google-start-bitrate in answers (Chromium starts at 320x180 without)", F(server.webrtc.start_bitrate_kbps)),
       Key("webrtc.negotiate_timeout_ms", "", "each negotiation step and ICE gathering, ms", F(server.webrtc.negotiate_timeout_ms)),
       Key("webrtc.connect_timeout_ms", "", "a WHEP viewer not connected this long after its answer is removed, ms", F(server.webrtc.connect_timeout_ms)),
