@@ -2,6 +2,7 @@
 //   veil load --server URL --input FILE [--stages 2,4,8,12] [--stage-seconds 40] [--mode M] [--out DIR]
 //   veil load --compare A.toml B.toml [--repeat 3] --input FILE ...   (starts a server per configuration)
 //   veil load --compare A.toml A.toml --page-poll-b 1000 ...          (B: an operator page open and polling)
+//   veil load --compare A.toml A.toml --frame-phase aligned --frame-phase-b spread ...
 //   veil load --explain [--out DIR]                                   (reads DIR/load.json and load.prev.json)
 // Exit codes: 0 every stage passed; 1 a stage failed the pass mark; 2 bad
 // options or input; 3 the server could not be used or the run was stopped (with --run-admitted,
@@ -52,6 +53,7 @@ void RegisterLoad(CLI::App& app, int* rc) {
     std::vector<std::string> compare;
     int repeat = 3;
     double page_poll_b = 0;
+    std::string frame_phase_b;
     bool explain = false;
     std::vector<std::string> explain_files;
   };
@@ -82,6 +84,13 @@ void RegisterLoad(CLI::App& app, int* rc) {
   sub->add_option("--page-poll-b", o->page_poll_b,
                   "Compare mode: configuration B's runs poll like an open operator page every MS ms (A's do not)")
       ->check(CLI::Range(10.0, 60000.0));
+  sub->add_option("--frame-phase", o->load.frame_phase,
+                  "The sessions' frame phases to one another: created (where the creation calls put them), aligned "
+                  "(every session's frames at the same instants: the worst case), spread (evenly over a frame)")
+      ->check(CLI::IsMember({"created", "aligned", "spread"}))
+      ->capture_default_str();
+  sub->add_option("--frame-phase-b", o->frame_phase_b, "Compare mode: configuration B's runs use this frame phase")
+      ->check(CLI::IsMember({"created", "aligned", "spread"}));
   sub->add_option("--repeat", o->repeat, "Compare mode: runs per configuration")->check(CLI::Range(1, 20))->capture_default_str();
   sub->add_flag("--explain", o->explain, "Explain the last run in --out (and what changed since the one before)");
   sub->add_option("--explain-files", o->explain_files, "Explain LAST.json [PREVIOUS.json] instead")->expected(1, 2);
@@ -120,6 +129,11 @@ void RegisterLoad(CLI::App& app, int* rc) {
         labels[0] += " (page closed)";
         labels[1] += fmt::format(" (page open, {:g} ms)", o->page_poll_b);
       }
+      if (!o->frame_phase_b.empty()) {
+        if (files[1] == files[0]) labels[1] = base(files[1]);
+        labels[0] += " (phase " + o->load.frame_phase + ")";
+        labels[1] += " (phase " + o->frame_phase_b + ")";
+      }
       std::vector<std::string> stopped;  // runs the server stopped (a refusal): kept, with what they measured
       for (int k = 0; k < o->repeat; ++k)
         for (int c = 0; c < 2; ++c) {
@@ -133,6 +147,7 @@ void RegisterLoad(CLI::App& app, int* rc) {
           lo.label = labels[c];
           lo.all_stages = true;  // the same stages in every run, for comparable figures
           if (c == 1 && o->page_poll_b > 0) lo.page_poll_ms = o->page_poll_b;
+          if (c == 1 && !o->frame_phase_b.empty()) lo.frame_phase = o->frame_phase_b;
           auto r = RunLoad(lo, Progress);
           (*server)->Stop();
           if (!r) return Fail(rc, 3, r.error());

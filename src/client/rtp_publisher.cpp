@@ -41,6 +41,8 @@ Result<std::unique_ptr<RtpPublisher>> RtpPublisher::Start(ClipPtr clip, const Pu
   if (!clip || clip->packets.empty()) return Status::Error("nothing to send");
   if (c.seconds < 0 || c.seconds > 7 * 86400) return Status::Error("seconds must be in [0, 604800]");
   if (c.start_delay_ms < 0 || c.start_delay_ms > 60000) return Status::Error("start delay must be in [0, 60000] ms");
+  if (c.start_at_ms < 0 || (c.start_at_ms > 0 && c.start_at_ms > NowMs() + 60000))
+    return Status::Error("the start instant must lie within the next 60 s");
   std::unique_ptr<RtpPublisher> p(new RtpPublisher());
   p->clip_ = std::move(clip);
   p->cfg_ = c;
@@ -75,7 +77,7 @@ void RtpPublisher::Run() {
   const uint32_t vts0 = Random32(), ats0 = Random32(), ssrc = Random32();
   uint16_t aseq = uint16_t(Random32());
   const int64_t dur = std::max<int64_t>(clip_->info.duration_us, 1000);
-  SleepUntilMs(NowMs() + cfg_.start_delay_ms, stop_);
+  SleepUntilMs(cfg_.start_at_ms > 0 ? cfg_.start_at_ms : NowMs() + cfg_.start_delay_ms, stop_);
   const double t0 = NowMs();
   const double end = cfg_.seconds > 0 ? t0 + cfg_.seconds * 1000 : 1e300;
   for (uint64_t loop = 0; !stop_; ++loop) {

@@ -33,6 +33,9 @@ struct PublisherConfig {
   bool loop = true;          // false: the file once
   double seconds = 0;        // stop after this long (0: never when looping)
   double start_delay_ms = 0; // e.g. to stagger keyframes across sessions
+  // > 0: the first frame goes at this instant (core/clock.h NowMs) instead, so that several
+  // publishers can keep fixed frame phases to one another (veil load --frame-phase).
+  double start_at_ms = 0;
 };
 
 struct PublisherStats {

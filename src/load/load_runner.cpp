@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <chrono>
 #include <deque>
 #include <mutex>
@@ -45,9 +46,11 @@ struct LoadSession {
   std::deque<uint32_t> order;                 // eviction order; guarded by mu
   std::vector<double> latencies;              // in the window; guarded by mu
   int received = 0, sent_in_window = 0;       // guarded by mu
+  double first_sent = 0;                      // guarded by mu
   double window_from = 1e300, window_to = 1e300;  // guarded by mu
   void OnSent(uint32_t ts, double ms) {
     std::lock_guard lk(mu);
+    if (first_sent == 0) first_sent = ms;
     sent[ts] = ms;
     order.push_back(ts);
     if (order.size() > 1200) {
@@ -66,12 +69,18 @@ struct LoadSession {
 };
 
 // Creates a stage's n sessions through the entry URL (ids id_prefix + index), each with an RTP
-// viewer and a publisher whose start is staggered over one GOP (gop_ms). With o.run_admitted, a
+// viewer and a publisher whose start is staggered over one GOP (gop_ms), its frame phase as
+// o.frame_phase asks (frame_ms: the clip's frame interval). With o.run_admitted, a
 // 503 after the first session ends the creation: the remaining ones are offered too and must be
 // refused (res.refused, res.refusal). Returns why the stage cannot run, or "".
 std::string CreateSessions(const LoadOptions& o, const ClipPtr& clip, VideoCodec codec, double gop_ms,
-                           const std::string& id_prefix, int n, std::vector<std::unique_ptr<LoadSession>>& sessions,
-                           std::set<std::string>& ours, StageResult& res) {
+                           double frame_ms, const std::string& id_prefix, int n,
+                           std::vector<std::unique_ptr<LoadSession>>& sessions, std::set<std::string>& ours,
+                           StageResult& res) {
+  // aligned / spread: every start is an instant on one time line from here, a whole number of
+  // frames into the stagger (plus i/n of a frame when spread); a session whose creation ran past
+  // its instant starts whole GOPs later, which keeps both its keyframe stagger and its phase.
+  const double t0 = NowMs() + 100;
   for (int i = 0; i < n; ++i) {
     auto s = std::make_unique<LoadSession>();
     s->id = id_prefix + std::to_string(i);
@@ -125,6 +134,13 @@ std::string CreateSessions(const LoadOptions& o, const ClipPtr& clip, VideoCodec
     pc.host = r->body["ingest"]["host"];
     pc.video_port = r->body["ingest"]["video_port"];
     pc.start_delay_ms = gop_ms * double(i) / double(n);
+    if (o.frame_phase != "created") {
+      double at = t0 + std::round(pc.start_delay_ms / frame_ms) * frame_ms;
+      if (o.frame_phase == "spread") at += frame_ms * double(i) / double(n);
+      const double gop_frames_ms = std::max(1.0, std::round(gop_ms / frame_ms)) * frame_ms;
+      while (at < NowMs() + 20) at += gop_frames_ms;
+      pc.start_at_ms = at;
+    }
     auto p = RtpPublisher::Start(clip, pc, [raw](uint32_t ts, double ms) { raw->OnSent(ts, ms); });
     if (!p) return p.error();
     raw->pub = std::move(*p);
@@ -160,6 +176,8 @@ Status Validate(const LoadOptions& o) {
     return Status::Error("warm-up must be shorter than the stage");
   if (!o.mode.empty() && o.mode != "anonymize" && o.mode != "bypass" && o.mode != "full_blur")
     return Status::Error("mode must be anonymize, bypass or full_blur, got '" + o.mode + "'");
+  if (o.frame_phase != "created" && o.frame_phase != "aligned" && o.frame_phase != "spread")
+    return Status::Error("frame phase must be created, aligned or spread, got '" + o.frame_phase + "'");
   return Status::Ok();
 }
 
@@ -184,7 +202,8 @@ json StageResult::ToJson() const {
             {"tool_cpu_pct", tool_cpu_pct},
             {"server_cpu_ms_per_frame", server_cpu_ms_per_frame},
             {"page_poll", {{"snapshots_per_s", page_snapshots_per_s}, {"snapshot_ms", page_snapshot_ms}, {"failures", page_failures}}},
-            {"session_fps", session_fps}};
+            {"session_fps", session_fps},
+            {"frame_phases_ms", frame_phases_ms}};
   if (refused > 0) j["refusal"] = refusal;
   for (const auto& [k, v] : stage_mean_ms) j["stage_mean_ms"][k] = v;
   for (const auto& [k, v] : stage_p99_ms) j["stage_p99_ms"][k] = v;
@@ -205,8 +224,8 @@ json NodeFigures::ToJson() const {
 json LoadRun::ToJson() const {
   json st = json::array();
   for (const auto& s : stages) st.push_back(s.ToJson());
-  return {{"label", label}, {"server", server}, {"input", input}, {"mode", mode},
-          {"started", started}, {"stopped", stopped}, {"stages", st}};
+  return {{"label", label}, {"server", server},   {"input", input},     {"mode", mode},
+          {"frame_phase", frame_phase}, {"started", started}, {"stopped", stopped}, {"stages", st}};
 }
 
 Result<LoadRun> RunLoad(const LoadOptions& o, const std::function<void(const std::string&)>& progress) {
@@ -258,6 +277,7 @@ Result<LoadRun> RunLoad(const LoadOptions& o, const std::function<void(const std
   run.server = o.server;
   run.input = o.input;
   run.mode = o.mode.empty() ? "server default" : o.mode;
+  run.frame_phase = o.frame_phase;
   run.started = UtcNowIso();
   // Keyframes staggered across sessions: offsets spread over one GOP.
   double gop_ms = 2000;
@@ -266,6 +286,17 @@ Result<LoadRun> RunLoad(const LoadOptions& o, const std::function<void(const std
     for (const auto& p : (*clip)->packets)
       if (!p.audio && p.keyframe) keys.push_back(p.pts_us);
     if (keys.size() >= 2) gop_ms = double(keys[1] - keys[0]) / 1000.0;
+  }
+  double frame_ms = 1000.0 / 30;  // the clip's frame interval: the median step between video frames
+  {
+    std::vector<double> steps;
+    int64_t prev = -1;
+    for (const auto& p : (*clip)->packets) {
+      if (p.audio) continue;
+      if (prev >= 0 && p.pts_us > prev) steps.push_back(double(p.pts_us - prev) / 1000.0);
+      prev = p.pts_us;
+    }
+    if (!steps.empty()) frame_ms = std::clamp(Percentile(steps, 0.5), 1.0, 1000.0);
   }
   const std::string prefix = "load-" + std::to_string(getpid()) + "-";
   for (size_t si = 0; si < o.stages.size() && run.stopped.empty(); ++si) {
@@ -282,7 +313,7 @@ Result<LoadRun> RunLoad(const LoadOptions& o, const std::function<void(const std
       sessions.clear();
     };
     // Create the sessions, their viewers and publishers.
-    const std::string failure = CreateSessions(o, *clip, *codec, gop_ms, prefix + std::to_string(si) + "-", n,
+    const std::string failure = CreateSessions(o, *clip, *codec, gop_ms, frame_ms, prefix + std::to_string(si) + "-", n,
                                                sessions, ours, res);
     if (res.refused > 0) {
       res.offered = n;
@@ -385,6 +416,11 @@ Result<LoadRun> RunLoad(const LoadOptions& o, const std::function<void(const std
     std::map<std::string, HistSnapshot> stage, node_proc;
     double in = 0, sent = 0, stale = 0, fc = 0, ingest_lost = 0;
     res.fps_worst = 1e9;
+    double first0 = 0;  // session 0's first frame sent: the phases' origin
+    if (!sessions.empty()) {
+      std::lock_guard lk(sessions[0]->mu);
+      first0 = sessions[0]->first_sent;
+    }
     for (size_t i = 0; i < sessions.size(); ++i) {
       LoadSession& s = *sessions[i];
       const std::vector<PromSample>& a = m0.at(s.node);
@@ -394,6 +430,12 @@ Result<LoadRun> RunLoad(const LoadOptions& o, const std::function<void(const std
         const double win = (t_end - t_warm) / 1000.0;
         const double fps = s.received / win;
         res.session_fps.push_back(fps);
+        if (s.first_sent > 0 && first0 > 0 && i > 0) {
+          double ph = std::fmod(s.first_sent - first0, frame_ms);
+          res.frame_phases_ms.push_back(ph < 0 ? ph + frame_ms : ph);
+        } else {
+          res.frame_phases_ms.push_back(0);
+        }
         fps_sum += fps;
         sent_sum += s.sent_in_window / win;
         res.fps_worst = std::min(res.fps_worst, fps);

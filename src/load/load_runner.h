@@ -30,6 +30,14 @@ struct LoadOptions {
   // admitted; the rest are still offered, each must be refused too; the run ends after it.
   // false: a refusal stops the run there.
   bool run_admitted = false;
+  // The sessions' frame phases to one another (their keyframes are staggered over a GOP in every
+  // case). "created": each publisher starts its stagger when its session is created, so the
+  // phases fall where the creation calls' durations put them (the behaviour before this option).
+  // "aligned": every session's frames arrive at the same instants, the worst case for a node's
+  // queue (2 cores, 4 sessions: two frames wait a whole frame's work). "spread": evenly over one
+  // frame interval, the best case. Independent publishers have independent clocks, so a real
+  // node sees phases anywhere between, drifting.
+  std::string frame_phase = "created";
 };
 // Checks the options (stage list, durations) without touching the server.
 Status Validate(const LoadOptions& o);
@@ -63,12 +71,16 @@ struct StageResult {
   double page_snapshots_per_s = 0, page_snapshot_ms = 0, page_failures = 0;
   std::map<std::string, double> stage_mean_ms, stage_p99_ms;  // server stages, per frame
   std::vector<double> session_fps;
+  // Each session's frame phase, ms after session 0's modulo the frame interval, from the
+  // instants their first frames were sent (what --frame-phase asked for, as it happened).
+  std::vector<double> frame_phases_ms;
   std::map<std::string, NodeFigures> nodes;  // by node URL; server_cpu_pct above is their sum
   nlohmann::json ToJson() const;
 };
 
 struct LoadRun {
   std::string label, server, input, mode, started;
+  std::string frame_phase;  // LoadOptions::frame_phase
   std::vector<StageResult> stages;
   std::string stopped;  // non-empty when the run ended early (Ctrl-C, foreign session, refusal)
   nlohmann::json ToJson() const;

@@ -53,6 +53,18 @@ std::string MarkdownTable(const std::vector<LoadRun>& runs) {
                        s.stale_pct, s.fail_closed, s.viewer_loss_pct, s.server_cpu_pct, s.tool_cpu_pct, dom,
                        s.passed ? "yes" : "no: " + s.verdict);
     }
+  // The sessions' frame phases (--frame-phase), as their first frames went out.
+  std::string phases;
+  for (const LoadRun& r : runs)
+    for (const StageResult& s : r.stages) {
+      if (s.window_s <= 0 || s.frame_phases_ms.size() < 2) continue;
+      std::string list;
+      for (double p : s.frame_phases_ms) list += fmt::format("{}{:.1f}", list.empty() ? "" : ", ", p);
+      phases += fmt::format("| {} | {} | {} | {} |\n", Label(r), s.sessions, r.frame_phase, list);
+    }
+  if (!phases.empty())
+    o += "\n| config | sessions | frame phase | each session's, ms after the first's (modulo a frame) |\n"
+         "|---|---|---|---|\n" + phases;
   // Through a cluster's entry URL: where the sessions landed and how each node did.
   bool spread = false;
   for (const LoadRun& r : runs)

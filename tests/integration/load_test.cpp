@@ -3,6 +3,7 @@
 // costly setting, and bad input.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <fstream>
 
 #include "server_process.h"
@@ -153,6 +154,38 @@ TEST(Load, CompareModeKeepsARunTheServerStopped) {
   EXPECT_NE(md.find("one.toml stopped: the server refused session 2 of 2"), std::string::npos) << md;
   const json j = ReadJson(out + "/load.json");
   EXPECT_EQ(j["runs"].size(), 2u);
+}
+
+// --frame-phase: aligned sends every session's frames at the same instants, spread puts them
+// evenly over a frame interval; the report gives each session's phase as its first frame went
+// out (after session 1's, modulo a frame), the keyframes staggered in both cases.
+TEST(Load, FramePhasesAreTheOnesAskedFor) {
+  ServerProcess server({"--max-sessions", "4"});
+  ASSERT_TRUE(server.ok()) << server.log();
+  const double frame_ms = 1000.0 / 30;
+  for (const char* phase : {"aligned", "spread"}) {
+    SCOPED_TRACE(phase);
+    const std::string out = TempPath(std::string("load-phase-") + phase);
+    RunResult r = RunVeil("load --server " + server.url() + " -i " + Media("sample_360p30.ivf") +
+                          " --stages 3 --stage-seconds 3 --warmup 1 --mode bypass --frame-phase " + phase + " --out " + out);
+    EXPECT_TRUE(r.rc == 0 || r.rc == 1) << r.out;
+    const json j = ReadJson(out + "/load.json");
+    ASSERT_TRUE(j.is_object()) << "no load.json: " << r.out;
+    EXPECT_EQ(j["runs"][0]["frame_phase"], phase);
+    const json& ph = j["runs"][0]["stages"][0]["frame_phases_ms"];
+    ASSERT_EQ(ph.size(), 3u) << r.out;
+    for (size_t i = 0; i < 3; ++i) {
+      const double want = std::string(phase) == "aligned" ? 0.0 : frame_ms * double(i) / 3.0;
+      double off = std::fmod(ph[i].get<double>() - want + 1.5 * frame_ms, frame_ms) - 0.5 * frame_ms;
+      EXPECT_LT(std::abs(off), 4.0) << "session " << i << ": phase " << ph[i] << " ms, asked for " << want;
+    }
+    EXPECT_NE(r.out.find("| " + std::string(phase) + " |"), std::string::npos) << "the table lists the phases: " << r.out;
+  }
+  RunResult bad = RunVeil("load --server " + server.url() + " -i " + Media("sample_360p30.ivf") + " --frame-phase sideways");
+  EXPECT_NE(bad.rc, 0);
+  EXPECT_NE(bad.out.find("frame-phase"), std::string::npos) << bad.out;
+  EXPECT_EQ(SessionsOn(server), 0u);
+  EXPECT_EQ(server.Stop(), 0);
 }
 
 TEST(Load, BadInputIsRefusedAndLeavesNothingBehind) {
