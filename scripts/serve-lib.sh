@@ -34,7 +34,8 @@ veil_serve() {
 # then its TOML text, printf escapes allowed; the text may open other sections) and runs
 # `veil load --compare` on them with the 720p clip, alternating, --repeat ${REPEAT:-3},
 # --stage-seconds ${STAGE_SECONDS:-20}, --warmup ${WARMUP:-8}, the extra args (--stages,
-# --mode ...) appended; results in OUT/compare (compare.md, load.json).
+# --mode ...) appended, then $LOAD_ARGS (e.g. LOAD_ARGS="--frame-phase aligned": any compare script
+# with the sessions' frames arriving together); results in OUT/compare (compare.md, load.json).
 compare_servers() {
   local out=$1 a=$2 b=$3 toml_a=$4 toml_b=$5
   shift 5
@@ -42,5 +43,5 @@ compare_servers() {
   printf "[server]\nmax_sessions = \"32\"\n$toml_a" > "$out/$a.toml"
   printf "[server]\nmax_sessions = \"32\"\n$toml_b" > "$out/$b.toml"
   "$veil" load --compare "$out/$a.toml" "$out/$b.toml" --repeat "${REPEAT:-3}" -i "$media/sample_720p30.ivf" \
-    --stage-seconds "${STAGE_SECONDS:-20}" --warmup "${WARMUP:-8}" --out "$out/compare" "$@"
+    --stage-seconds "${STAGE_SECONDS:-20}" --warmup "${WARMUP:-8}" --out "$out/compare" "$@" ${LOAD_ARGS:-}
 }
