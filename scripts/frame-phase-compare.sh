@@ -5,7 +5,8 @@
 # sessions' frames spread evenly over a frame interval (B, the best case), alternating,
 # `veil load --compare same.toml same.toml --frame-phase A --frame-phase-b B`. Independent
 # publishers have independent clocks, so a real node sees phases anywhere between, drifting;
-# `veil load` without --frame-phase leaves them where its session-creation calls put them.
+# `veil load`'s default (drift) runs each stage through all of them (created: where the
+# session-creation calls put them, as before 2026-12-05).
 # Out: out/frame-phase/compare (compare.md, load.json).
 # Env: TOML (server config text, e.g. '[server]\nshed = false\n'; none by default), SESSIONS (4), MODE (anonymize), A (aligned), B (spread), STAGE_SECONDS (20), WARMUP (5),
 #      REPEAT (3), BUILD_DIR (build), VEIL_BIN.

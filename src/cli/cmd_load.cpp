@@ -86,11 +86,12 @@ void RegisterLoad(CLI::App& app, int* rc) {
       ->check(CLI::Range(10.0, 60000.0));
   sub->add_option("--frame-phase", o->load.frame_phase,
                   "The sessions' frame phases to one another: created (where the creation calls put them), aligned "
-                  "(every session's frames at the same instants: the worst case), spread (evenly over a frame)")
-      ->check(CLI::IsMember({"created", "aligned", "spread"}))
+                  "(every session's frames at the same instants: the worst case), spread (evenly over a frame), "
+                  "drift (spread, and neighbours' clocks apart by a frame over the measured window: every phase)")
+      ->check(CLI::IsMember({"created", "aligned", "spread", "drift"}))
       ->capture_default_str();
   sub->add_option("--frame-phase-b", o->frame_phase_b, "Compare mode: configuration B's runs use this frame phase")
-      ->check(CLI::IsMember({"created", "aligned", "spread"}));
+      ->check(CLI::IsMember({"created", "aligned", "spread", "drift"}));
   sub->add_option("--repeat", o->repeat, "Compare mode: runs per configuration")->check(CLI::Range(1, 20))->capture_default_str();
   sub->add_flag("--explain", o->explain, "Explain the last run in --out (and what changed since the one before)");
   sub->add_option("--explain-files", o->explain_files, "Explain LAST.json [PREVIOUS.json] instead")->expected(1, 2);

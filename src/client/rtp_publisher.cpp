@@ -3,6 +3,7 @@
 #include <sys/random.h>
 
 #include <chrono>
+#include <cmath>
 
 #include "core/clock.h"
 #include "transport/rtp/payload_types.h"
@@ -43,6 +44,7 @@ Result<std::unique_ptr<RtpPublisher>> RtpPublisher::Start(ClipPtr clip, const Pu
   if (c.start_delay_ms < 0 || c.start_delay_ms > 60000) return Status::Error("start delay must be in [0, 60000] ms");
   if (c.start_at_ms < 0 || (c.start_at_ms > 0 && c.start_at_ms > NowMs() + 60000))
     return Status::Error("the start instant must lie within the next 60 s");
+  if (!(std::abs(c.clock_ppm) <= 100000)) return Status::Error("clock offset must be within +-100000 ppm (10%)");
   std::unique_ptr<RtpPublisher> p(new RtpPublisher());
   p->clip_ = std::move(clip);
   p->cfg_ = c;
@@ -84,7 +86,7 @@ void RtpPublisher::Run() {
     const int64_t base = int64_t(loop) * dur;
     for (const DemuxedPacket& pk : clip_->packets) {
       const int64_t t_us = base + pk.pts_us;
-      const double due = t0 + double(t_us) / 1000.0;
+      const double due = t0 + double(t_us) / 1000.0 / (1.0 + cfg_.clock_ppm * 1e-6);
       if (due >= end) {
         finished_ = true;
         return;

@@ -36,6 +36,10 @@ struct PublisherConfig {
   // > 0: the first frame goes at this instant (core/clock.h NowMs) instead, so that several
   // publishers can keep fixed frame phases to one another (veil load --frame-phase).
   double start_at_ms = 0;
+  // Its clock runs this many parts per million fast (> 0) or slow (< 0): frames are paced at
+  // (1 + ppm / 1e6) x the file's rate and keep the file's RTP timestamps, as a camera whose
+  // clock is off does (veil load --frame-phase drift).
+  double clock_ppm = 0;
 };
 
 struct PublisherStats {

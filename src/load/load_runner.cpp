@@ -46,11 +46,14 @@ struct LoadSession {
   std::deque<uint32_t> order;                 // eviction order; guarded by mu
   std::vector<double> latencies;              // in the window; guarded by mu
   int received = 0, sent_in_window = 0;       // guarded by mu
-  double first_sent = 0;                      // guarded by mu
+  double first_sent = 0, last_sent = 0;       // guarded by mu
+  int64_t frames_sent = 0;                    // guarded by mu
   double window_from = 1e300, window_to = 1e300;  // guarded by mu
   void OnSent(uint32_t ts, double ms) {
     std::lock_guard lk(mu);
     if (first_sent == 0) first_sent = ms;
+    last_sent = ms;
+    ++frames_sent;
     sent[ts] = ms;
     order.push_back(ts);
     if (order.size() > 1200) {
@@ -81,6 +84,11 @@ std::string CreateSessions(const LoadOptions& o, const ClipPtr& clip, VideoCodec
   // frames into the stagger (plus i/n of a frame when spread); a session whose creation ran past
   // its instant starts whole GOPs later, which keeps both its keyframe stagger and its phase.
   const double t0 = NowMs() + 100;
+  // drift: clocks apart by `step` ppm from one session to the next, so that neighbours drift a
+  // whole frame interval apart over the measured window and every pair passes through every
+  // phase (alignment included) while it is measured.
+  double step_ppm = 1e6 * frame_ms / (1000.0 * std::max(1.0, o.stage_seconds - o.warmup_seconds));
+  if (n > 1) step_ppm = std::min(step_ppm, 50000.0 / (0.5 * double(n - 1)));
   for (int i = 0; i < n; ++i) {
     auto s = std::make_unique<LoadSession>();
     s->id = id_prefix + std::to_string(i);
@@ -136,10 +144,11 @@ std::string CreateSessions(const LoadOptions& o, const ClipPtr& clip, VideoCodec
     pc.start_delay_ms = gop_ms * double(i) / double(n);
     if (o.frame_phase != "created") {
       double at = t0 + std::round(pc.start_delay_ms / frame_ms) * frame_ms;
-      if (o.frame_phase == "spread") at += frame_ms * double(i) / double(n);
+      if (o.frame_phase != "aligned") at += frame_ms * double(i) / double(n);  // spread, drift
       const double gop_frames_ms = std::max(1.0, std::round(gop_ms / frame_ms)) * frame_ms;
       while (at < NowMs() + 20) at += gop_frames_ms;
       pc.start_at_ms = at;
+      if (o.frame_phase == "drift") pc.clock_ppm = (double(i) - 0.5 * double(n - 1)) * step_ppm;
     }
     auto p = RtpPublisher::Start(clip, pc, [raw](uint32_t ts, double ms) { raw->OnSent(ts, ms); });
     if (!p) return p.error();
@@ -176,8 +185,8 @@ Status Validate(const LoadOptions& o) {
     return Status::Error("warm-up must be shorter than the stage");
   if (!o.mode.empty() && o.mode != "anonymize" && o.mode != "bypass" && o.mode != "full_blur")
     return Status::Error("mode must be anonymize, bypass or full_blur, got '" + o.mode + "'");
-  if (o.frame_phase != "created" && o.frame_phase != "aligned" && o.frame_phase != "spread")
-    return Status::Error("frame phase must be created, aligned or spread, got '" + o.frame_phase + "'");
+  if (o.frame_phase != "created" && o.frame_phase != "aligned" && o.frame_phase != "spread" && o.frame_phase != "drift")
+    return Status::Error("frame phase must be created, aligned, spread or drift, got '" + o.frame_phase + "'");
   return Status::Ok();
 }
 
@@ -203,7 +212,8 @@ json StageResult::ToJson() const {
             {"server_cpu_ms_per_frame", server_cpu_ms_per_frame},
             {"page_poll", {{"snapshots_per_s", page_snapshots_per_s}, {"snapshot_ms", page_snapshot_ms}, {"failures", page_failures}}},
             {"session_fps", session_fps},
-            {"frame_phases_ms", frame_phases_ms}};
+            {"frame_phases_ms", frame_phases_ms},
+            {"clock_ppm", clock_ppm}};
   if (refused > 0) j["refusal"] = refusal;
   for (const auto& [k, v] : stage_mean_ms) j["stage_mean_ms"][k] = v;
   for (const auto& [k, v] : stage_p99_ms) j["stage_p99_ms"][k] = v;
@@ -430,6 +440,10 @@ Result<LoadRun> RunLoad(const LoadOptions& o, const std::function<void(const std
         const double win = (t_end - t_warm) / 1000.0;
         const double fps = s.received / win;
         res.session_fps.push_back(fps);
+        // Its clock as sent: frames over the time they took, against the file's rate.
+        res.clock_ppm.push_back(s.frames_sent > 30 && s.last_sent > s.first_sent
+                                    ? 1e6 * (double(s.frames_sent - 1) * frame_ms / (s.last_sent - s.first_sent) - 1.0)
+                                    : 0.0);
         if (s.first_sent > 0 && first0 > 0 && i > 0) {
           double ph = std::fmod(s.first_sent - first0, frame_ms);
           res.frame_phases_ms.push_back(ph < 0 ? ph + frame_ms : ph);

@@ -32,12 +32,16 @@ struct LoadOptions {
   bool run_admitted = false;
   // The sessions' frame phases to one another (their keyframes are staggered over a GOP in every
   // case). "created": each publisher starts its stagger when its session is created, so the
-  // phases fall where the creation calls' durations put them (the behaviour before this option).
+  // phases fall where the creation calls' durations put them (the behaviour before 2026-12-05:
+  // one draw of the phases per run).
   // "aligned": every session's frames arrive at the same instants, the worst case for a node's
   // queue (2 cores, 4 sessions: two frames wait a whole frame's work). "spread": evenly over one
   // frame interval, the best case. Independent publishers have independent clocks, so a real
-  // node sees phases anywhere between, drifting.
-  std::string frame_phase = "created";
+  // node sees phases anywhere between, drifting. "drift": spread at the start, and each
+  // publisher's clock a little off from its neighbour's, so that neighbours drift a whole frame
+  // interval apart over the measured window: the stage's figures are over every phase, as a
+  // long-running node's are.
+  std::string frame_phase = "drift";
 };
 // Checks the options (stage list, durations) without touching the server.
 Status Validate(const LoadOptions& o);
@@ -74,6 +78,9 @@ struct StageResult {
   // Each session's frame phase, ms after session 0's modulo the frame interval, from the
   // instants their first frames were sent (what --frame-phase asked for, as it happened).
   std::vector<double> frame_phases_ms;
+  // Each session's publisher clock as it sent: parts per million fast (> 0) or slow against the
+  // file's frame rate (0 but for --frame-phase drift).
+  std::vector<double> clock_ppm;
   std::map<std::string, NodeFigures> nodes;  // by node URL; server_cpu_pct above is their sum
   nlohmann::json ToJson() const;
 };

@@ -58,13 +58,14 @@ std::string MarkdownTable(const std::vector<LoadRun>& runs) {
   for (const LoadRun& r : runs)
     for (const StageResult& s : r.stages) {
       if (s.window_s <= 0 || s.frame_phases_ms.size() < 2) continue;
-      std::string list;
+      std::string list, clocks;
       for (double p : s.frame_phases_ms) list += fmt::format("{}{:.1f}", list.empty() ? "" : ", ", p);
-      phases += fmt::format("| {} | {} | {} | {} |\n", Label(r), s.sessions, r.frame_phase, list);
+      for (double c : s.clock_ppm) clocks += fmt::format("{}{:+.0f}", clocks.empty() ? "" : ", ", c);
+      phases += fmt::format("| {} | {} | {} | {} | {} |\n", Label(r), s.sessions, r.frame_phase, list, clocks);
     }
   if (!phases.empty())
-    o += "\n| config | sessions | frame phase | each session's, ms after the first's (modulo a frame) |\n"
-         "|---|---|---|---|\n" + phases;
+    o += "\n| config | sessions | frame phase | each session's at the start, ms after the first's (modulo a frame) | "
+         "each session's clock as sent, ppm |\n|---|---|---|---|---|\n" + phases;
   // Through a cluster's entry URL: where the sessions landed and how each node did.
   bool spread = false;
   for (const LoadRun& r : runs)

@@ -157,13 +157,15 @@ TEST(Load, CompareModeKeepsARunTheServerStopped) {
 }
 
 // --frame-phase: aligned sends every session's frames at the same instants, spread puts them
-// evenly over a frame interval; the report gives each session's phase as its first frame went
-// out (after session 1's, modulo a frame), the keyframes staggered in both cases.
+// evenly over a frame interval, drift starts spread with neighbours' clocks a frame apart over
+// the measured window (2 s here: 16667 ppm); the report gives each session's phase as its first
+// frame went out (after session 1's, modulo a frame) and its clock as it sent (frames over the
+// time they took), the keyframes staggered in every case.
 TEST(Load, FramePhasesAreTheOnesAskedFor) {
   ServerProcess server({"--max-sessions", "4"});
   ASSERT_TRUE(server.ok()) << server.log();
   const double frame_ms = 1000.0 / 30;
-  for (const char* phase : {"aligned", "spread"}) {
+  for (const char* phase : {"aligned", "spread", "drift"}) {
     SCOPED_TRACE(phase);
     const std::string out = TempPath(std::string("load-phase-") + phase);
     RunResult r = RunVeil("load --server " + server.url() + " -i " + Media("sample_360p30.ivf") +
@@ -178,6 +180,9 @@ TEST(Load, FramePhasesAreTheOnesAskedFor) {
       const double want = std::string(phase) == "aligned" ? 0.0 : frame_ms * double(i) / 3.0;
       double off = std::fmod(ph[i].get<double>() - want + 1.5 * frame_ms, frame_ms) - 0.5 * frame_ms;
       EXPECT_LT(std::abs(off), 4.0) << "session " << i << ": phase " << ph[i] << " ms, asked for " << want;
+      const double ppm = j["runs"][0]["stages"][0]["clock_ppm"][i].get<double>();
+      const double want_ppm = std::string(phase) == "drift" ? (double(i) - 1.0) * 1e6 * frame_ms / 2000.0 : 0.0;
+      EXPECT_NEAR(ppm, want_ppm, 3000.0) << "session " << i << "'s clock";
     }
     EXPECT_NE(r.out.find("| " + std::string(phase) + " |"), std::string::npos) << "the table lists the phases: " << r.out;
   }
