@@ -80,7 +80,8 @@ void RtpPublisher::Run() {
   uint16_t aseq = uint16_t(Random32());
   const int64_t dur = std::max<int64_t>(clip_->info.duration_us, 1000);
   SleepUntilMs(cfg_.start_at_ms > 0 ? cfg_.start_at_ms : NowMs() + cfg_.start_delay_ms, stop_);
-  const double t0 = NowMs();
+  // An instant asked for anchors the schedule: a late wake delays the first frame, not the phase.
+  const double t0 = cfg_.start_at_ms > 0 ? cfg_.start_at_ms : NowMs();
   const double end = cfg_.seconds > 0 ? t0 + cfg_.seconds * 1000 : 1e300;
   for (uint64_t loop = 0; !stop_; ++loop) {
     const int64_t base = int64_t(loop) * dur;

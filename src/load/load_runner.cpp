@@ -47,11 +47,16 @@ struct LoadSession {
   std::vector<double> latencies;              // in the window; guarded by mu
   int received = 0, sent_in_window = 0;       // guarded by mu
   double first_sent = 0, last_sent = 0;       // guarded by mu
+  // Where its frame schedule began: the earliest of its first 5 frames' sends less their place
+  // in it (a publisher woken late sends its first frame late, not its schedule). guarded by mu
+  double schedule0 = 0;
+  double frame_ms = 1000.0 / 30;  // the clip's frame interval (set at creation)
   int64_t frames_sent = 0;                    // guarded by mu
   double window_from = 1e300, window_to = 1e300;  // guarded by mu
   void OnSent(uint32_t ts, double ms) {
     std::lock_guard lk(mu);
-    if (first_sent == 0) first_sent = ms;
+    if (first_sent == 0) first_sent = schedule0 = ms;
+    if (frames_sent < 5) schedule0 = std::min(schedule0, ms - double(frames_sent) * frame_ms);
     last_sent = ms;
     ++frames_sent;
     sent[ts] = ms;
@@ -91,6 +96,7 @@ std::string CreateSessions(const LoadOptions& o, const ClipPtr& clip, VideoCodec
   if (n > 1) step_ppm = std::min(step_ppm, 50000.0 / (0.5 * double(n - 1)));
   for (int i = 0; i < n; ++i) {
     auto s = std::make_unique<LoadSession>();
+    s->frame_ms = frame_ms;
     s->id = id_prefix + std::to_string(i);
     json req = {{"id", s->id}, {"codec", clip->info.video_codec}, {"audio", false}};
     if (!o.mode.empty()) req["mode"] = o.mode;
@@ -426,10 +432,10 @@ Result<LoadRun> RunLoad(const LoadOptions& o, const std::function<void(const std
     std::map<std::string, HistSnapshot> stage, node_proc;
     double in = 0, sent = 0, stale = 0, fc = 0, ingest_lost = 0;
     res.fps_worst = 1e9;
-    double first0 = 0;  // session 0's first frame sent: the phases' origin
+    double first0 = 0;  // session 0's frame schedule as sent: the phases' origin
     if (!sessions.empty()) {
       std::lock_guard lk(sessions[0]->mu);
-      first0 = sessions[0]->first_sent;
+      first0 = sessions[0]->schedule0;
     }
     for (size_t i = 0; i < sessions.size(); ++i) {
       LoadSession& s = *sessions[i];
@@ -444,8 +450,8 @@ Result<LoadRun> RunLoad(const LoadOptions& o, const std::function<void(const std
         res.clock_ppm.push_back(s.frames_sent > 30 && s.last_sent > s.first_sent
                                     ? 1e6 * (double(s.frames_sent - 1) * frame_ms / (s.last_sent - s.first_sent) - 1.0)
                                     : 0.0);
-        if (s.first_sent > 0 && first0 > 0 && i > 0) {
-          double ph = std::fmod(s.first_sent - first0, frame_ms);
+        if (s.schedule0 > 0 && first0 > 0 && i > 0) {
+          double ph = std::fmod(s.schedule0 - first0, frame_ms);
           res.frame_phases_ms.push_back(ph < 0 ? ph + frame_ms : ph);
         } else {
           res.frame_phases_ms.push_back(0);

@@ -76,7 +76,7 @@ struct StageResult {
   std::map<std::string, double> stage_mean_ms, stage_p99_ms;  // server stages, per frame
   std::vector<double> session_fps;
   // Each session's frame phase, ms after session 0's modulo the frame interval, from the
-  // instants their first frames were sent (what --frame-phase asked for, as it happened).
+  // starts of their frame schedules as sent (what --frame-phase asked for, as it happened).
   std::vector<double> frame_phases_ms;
   // Each session's publisher clock as it sent: parts per million fast (> 0) or slow against the
   // file's frame rate (0 but for --frame-phase drift).

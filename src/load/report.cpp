@@ -53,7 +53,7 @@ std::string MarkdownTable(const std::vector<LoadRun>& runs) {
                        s.stale_pct, s.fail_closed, s.viewer_loss_pct, s.server_cpu_pct, s.tool_cpu_pct, dom,
                        s.passed ? "yes" : "no: " + s.verdict);
     }
-  // The sessions' frame phases (--frame-phase), as their first frames went out.
+  // The sessions' frame phases (--frame-phase), as their frame schedules began.
   std::string phases;
   for (const LoadRun& r : runs)
     for (const StageResult& s : r.stages) {
