@@ -76,6 +76,28 @@ struct LoadSession {
   }
 };
 
+// The stage's sessions the server itself ended (load shedding's last level, a failure): id ->
+// the session_ended event's detail, from each node's event log (GET /v1/events, through a
+// session's own client: it is bound to that session's node). The tool's own DELETEs are not
+// among them: they come after.
+std::map<std::string, std::string> EndedByServer(const std::vector<std::unique_ptr<LoadSession>>& sessions) {
+  std::map<std::string, std::string> ended;
+  std::set<std::string> asked;
+  std::set<std::string> ids;
+  for (const auto& s : sessions) ids.insert(s->id);
+  for (const auto& s : sessions) {
+    if (!s->api || !asked.insert(s->node).second) continue;
+    auto r = s->api->Call("GET", "/v1/events");
+    if (!r || r->status != 200 || !r->body.contains("events")) continue;
+    for (const auto& e : r->body["events"]) {
+      if (e.value("type", "") != "session_ended") continue;
+      const std::string id = e.value("session", "");
+      if (ids.count(id)) ended[id] = e.value("detail", "");
+    }
+  }
+  return ended;
+}
+
 // Creates a stage's n sessions through the entry URL (ids id_prefix + index), each with an RTP
 // viewer and a publisher whose start is staggered over one GOP (gop_ms), its frame phase as
 // o.frame_phase asks (frame_ms: the clip's frame interval). With o.run_admitted, a
@@ -219,7 +241,8 @@ json StageResult::ToJson() const {
             {"page_poll", {{"snapshots_per_s", page_snapshots_per_s}, {"snapshot_ms", page_snapshot_ms}, {"failures", page_failures}}},
             {"session_fps", session_fps},
             {"frame_phases_ms", frame_phases_ms},
-            {"clock_ppm", clock_ppm}};
+            {"clock_ppm", clock_ppm},
+            {"ended_by_server", ended}};
   if (refused > 0) j["refusal"] = refusal;
   for (const auto& [k, v] : stage_mean_ms) j["stage_mean_ms"][k] = v;
   for (const auto& [k, v] : stage_p99_ms) j["stage_p99_ms"][k] = v;
@@ -411,6 +434,7 @@ Result<LoadRun> RunLoad(const LoadOptions& o, const std::function<void(const std
     }
     auto m1r = node_metrics(node_urls);
     const double wall1 = NowMs(), tool_cpu1 = ProcessCpuMs();
+    res.ended = EndedByServer(sessions);
     std::vector<ViewerCounters> v1;
     for (auto& s : sessions) v1.push_back(s->viewer->counters());
     const PagePollCounts page1 = page ? page->counts() : PagePollCounts{};
@@ -441,6 +465,9 @@ Result<LoadRun> RunLoad(const LoadOptions& o, const std::function<void(const std
       LoadSession& s = *sessions[i];
       const std::vector<PromSample>& a = m0.at(s.node);
       const std::vector<PromSample>& b = m1.at(s.node);
+      // A session the server ended mid-stage has no series at the end: its viewer's figures
+      // count (what its viewer got), its server-side deltas cannot.
+      const bool gone = res.ended.count(s.id) > 0;
       {
         std::lock_guard lk(s.mu);
         const double win = (t_end - t_warm) / 1000.0;
@@ -467,6 +494,7 @@ Result<LoadRun> RunLoad(const LoadOptions& o, const std::function<void(const std
       }
       lost += double(v1[i].rtp.lost - v0[i].rtp.lost);
       pk += double(v1[i].rtp.packets - v0[i].rtp.packets);
+      if (gone) continue;
       const std::map<std::string, std::string> l = {{"session", s.id}};
       const HistSnapshot p =
           Delta(SumHistogram(b, "veil_session_processing_seconds", l, kMs), SumHistogram(a, "veil_session_processing_seconds", l, kMs));
@@ -533,6 +561,11 @@ Result<LoadRun> RunLoad(const LoadOptions& o, const std::function<void(const std
       res.verdict = res.fps_worst <= o.pass_fps
                         ? fmt::format("worst session received {:.1f} fps (pass: > {:.0f})", res.fps_worst, o.pass_fps)
                         : fmt::format("p99 processing latency {:.1f} ms (pass: < {:.1f})", res.proc_p99_ms, o.pass_p99_ms);
+    if (!res.ended.empty()) {  // whatever the figures: a session the server ended is a failed stage
+      res.passed = false;
+      res.verdict = fmt::format("the server ended {} session(s) mid-stage: {}: {}", res.ended.size(),
+                                res.ended.begin()->first, res.ended.begin()->second);
+    }
     cleanup();
     if (progress)
       progress(fmt::format("stage {}/{}: {} sessions{}: {:.1f} fps (worst {:.1f}), p99 processing {:.1f} ms, server CPU {:.0f}% -> {}",

@@ -81,6 +81,10 @@ struct StageResult {
   // Each session's publisher clock as it sent: parts per million fast (> 0) or slow against the
   // file's frame rate (0 but for --frame-phase drift).
   std::vector<double> clock_ppm;
+  // Sessions the server ended during the stage (load shedding's last level, a failure): id -> the
+  // session_ended event's detail. Their viewers' figures count; their server-side deltas do not
+  // (their series are gone). Any such session fails the stage.
+  std::map<std::string, std::string> ended;
   std::map<std::string, NodeFigures> nodes;  // by node URL; server_cpu_pct above is their sum
   nlohmann::json ToJson() const;
 };

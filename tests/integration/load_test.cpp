@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <thread>
 
 #include "server_process.h"
 
@@ -189,6 +190,44 @@ TEST(Load, FramePhasesAreTheOnesAskedFor) {
   RunResult bad = RunVeil("load --server " + server.url() + " -i " + Media("sample_360p30.ivf") + " --frame-phase sideways");
   EXPECT_NE(bad.rc, 0);
   EXPECT_NE(bad.out.find("frame-phase"), std::string::npos) << bad.out;
+  EXPECT_EQ(SessionsOn(server), 0u);
+  EXPECT_EQ(server.Stop(), 0);
+}
+
+// A session the server ends mid-stage (here an operator's DELETE; in production load shedding's
+// last level) fails the stage by name, whatever the figures; its viewer's figures count, and the
+// server-side figures leave its vanished series out instead of going negative.
+TEST(Load, ASessionEndedMidStageFailsTheStageByName) {
+  ServerProcess server({"--max-sessions", "4"});
+  ASSERT_TRUE(server.ok()) << server.log();
+  const std::string out = TempPath("load-ended");
+  RunResult r;
+  std::thread tool([&] {
+    r = RunVeil("load --server " + server.url() + " -i " + Media("sample_360p30.ivf") +
+                " --stages 2 --stage-seconds 7 --warmup 1 --mode bypass --force --out " + out);
+  });
+  std::string victim;
+  for (int i = 0; i < 100 && victim.empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    const json list = server.Call("GET", "/v1/sessions").body["sessions"];
+    if (list.size() == 2) victim = list[1]["id"].get<std::string>();
+  }
+  ASSERT_FALSE(victim.empty()) << "the tool's sessions never appeared";
+  std::this_thread::sleep_for(std::chrono::seconds(3));  // into the measured window
+  EXPECT_EQ(server.Call("DELETE", "/v1/sessions/" + victim).status, 204);
+  tool.join();
+  EXPECT_EQ(r.rc, 1) << r.out;
+  const json j = ReadJson(out + "/load.json");
+  ASSERT_TRUE(j.is_object()) << r.out;
+  const json& s = j["runs"][0]["stages"][0];
+  SCOPED_TRACE(s.dump());
+  EXPECT_FALSE(s["passed"].get<bool>());
+  EXPECT_NE(s["verdict"].get<std::string>().find("ended 1 session(s) mid-stage: " + victim), std::string::npos);
+  EXPECT_EQ(s["ended_by_server"].size(), 1u);
+  EXPECT_GE(s["stale_drop_pct"].get<double>(), 0.0);
+  EXPECT_GE(s["fail_closed_frames"].get<double>(), 0.0);
+  EXPECT_LT(s["received_fps_worst"].get<double>(), 25.0) << "the ended session's viewer got frames for half the window";
+  EXPECT_GT(s["processing_ms"]["p99"].get<double>(), 0.0) << "the other session's figures";
   EXPECT_EQ(SessionsOn(server), 0u);
   EXPECT_EQ(server.Stop(), 0);
 }
