@@ -47,11 +47,11 @@ struct LoadSession {
   std::vector<double> latencies;              // in the window; guarded by mu
   int received = 0, sent_in_window = 0;       // guarded by mu
   double first_sent = 0, last_sent = 0;       // guarded by mu
+  int64_t frames_sent = 0;                    // guarded by mu
   // Where its frame schedule began: the earliest of its first 5 frames' sends less their place
   // in it (a publisher woken late sends its first frame late, not its schedule). guarded by mu
   double schedule0 = 0;
   double frame_ms = 1000.0 / 30;  // the clip's frame interval (set at creation)
-  int64_t frames_sent = 0;                    // guarded by mu
   double window_from = 1e300, window_to = 1e300;  // guarded by mu
   void OnSent(uint32_t ts, double ms) {
     std::lock_guard lk(mu);
@@ -107,8 +107,8 @@ std::string CreateSessions(const LoadOptions& o, const ClipPtr& clip, VideoCodec
                            double frame_ms, const std::string& id_prefix, int n,
                            std::vector<std::unique_ptr<LoadSession>>& sessions, std::set<std::string>& ours,
                            StageResult& res) {
-  // aligned / spread: every start is an instant on one time line from here, a whole number of
-  // frames into the stagger (plus i/n of a frame when spread); a session whose creation ran past
+  // aligned / spread / drift: every start is an instant on one time line from here, a whole
+  // number of frames into the stagger (plus i/n of a frame but when aligned); a session whose creation ran past
   // its instant starts whole GOPs later, which keeps both its keyframe stagger and its phase.
   const double t0 = NowMs() + 100;
   // drift: clocks apart by `step` ppm from one session to the next, so that neighbours drift a
@@ -263,7 +263,7 @@ json NodeFigures::ToJson() const {
 json LoadRun::ToJson() const {
   json st = json::array();
   for (const auto& s : stages) st.push_back(s.ToJson());
-  return {{"label", label}, {"server", server},   {"input", input},     {"mode", mode},
+  return {{"label", label},     {"server", server},   {"input", input},     {"mode", mode},
           {"frame_phase", frame_phase}, {"started", started}, {"stopped", stopped}, {"stages", st}};
 }
 
