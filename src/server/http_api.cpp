@@ -144,6 +144,7 @@ json StatsJson(const SessionInfo& s) {
             {"detect_every", st.detect_every},
             {"detect_trimmed", st.detect_trimmed},
             {"overloaded", st.overloaded},
+            {"falling_behind", st.falling_behind},
             {"steps_up", st.shed_steps_up},
             {"steps_down", st.shed_steps_down}}},
           {"rtp",

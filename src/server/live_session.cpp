@@ -469,6 +469,7 @@ void LiveSession::Shed(double now_ms) {
   detect_trimmed_ = privacy_->trimming();
   shed_level_ = level;
   overloaded_ = speed_.overloaded();
+  falling_behind_ = speed_.falling_behind();
   last_shed_ms_ = now_ms;
   shed_ups_ = speed_.steps_up();
   shed_downs_ = speed_.steps_down();

@@ -140,11 +140,12 @@ struct LiveSessionStats {
   // Load shedding (server/speed_control.h): the level (0 = as configured) of max_shed_level,
   // the encoder's speed step and setting, the detection cadence in frames, whether the detector
   // is shown the trimmed window (privacy.detect_trim, or shed); overloaded: the last window
-  // overused at the last level.
+  // overused at the last level; falling_behind: and its frames went stale or later than the
+  // frame interval (SpeedControl::falling_behind).
   int shed_level = 0, max_shed_level = 0, encoder_speed_step = 0, detect_every = 0;
   bool detect_trimmed = false;
   std::string encoder_speed;
-  bool overloaded = false;
+  bool overloaded = false, falling_behind = false;
   uint64_t shed_steps_up = 0, shed_steps_down = 0;
   PrivacyCounters privacy;
   RtpReceiverStats rtp;
@@ -327,7 +328,7 @@ class LiveSession {
   std::atomic<int> shed_level_{0}, max_shed_level_{0}, enc_step_{0}, detect_every_{0};
   std::atomic<bool> detect_trimmed_{false};
   int trim_steps_ = 0;  // worker: 1 when the trimmed window is a shedding level at this frame size
-  std::atomic<bool> overloaded_{false};
+  std::atomic<bool> overloaded_{false}, falling_behind_{false};
   std::atomic<double> inject_cpu_ms_{0};
   std::atomic<double> last_shed_ms_{-1};      // the worker's last Shed(): an idle worker's verdict expires
   std::atomic<uint64_t> shed_ups_{0}, shed_downs_{0};

@@ -44,6 +44,7 @@ LiveSessionStats LiveSession::stats() const {
   s.detect_trimmed = detect_trimmed_;
   // A verdict of a window long gone (the worker went idle: bypass forwarding, no publisher) is none.
   s.overloaded = overloaded_ && NowMs() - last_shed_ms_.load() < 3 * cfg_.speed.window_ms;
+  s.falling_behind = s.overloaded && falling_behind_;
   s.shed_steps_up = shed_ups_;
   s.shed_steps_down = shed_downs_;
   {

@@ -22,6 +22,7 @@ std::string SessionManager::OverloadReason() const {
 }
 
 void SessionManager::ShedNode(double now, const std::vector<std::string>& overloaded,
+                              const std::vector<std::string>& behind,
                               std::vector<std::pair<std::string, std::pair<std::string, std::string>>>& ending) {
   m_overloaded_->Set(overloaded.empty() ? 0 : 1);
   if (overloaded.empty()) {
@@ -37,8 +38,17 @@ void SessionManager::ShedNode(double now, const std::vector<std::string>& overlo
     overloaded_since_ms_ = now;
     AddEvent("node_overloaded", "", overloaded_why_ + " (" + fmt::format("{}", fmt::join(overloaded, ", ")) + ")");
   }
-  // Last: the newest session ends, so the others keep their frame rate. Never the only one.
-  if (!deps_.server.shed || now - overloaded_since_ms_ < ShedEndAfterMs() || sessions_.size() < 2) return;
+  // Last: the newest session ends, so the others keep their frame rate. Never the only one, and
+  // only while frames fall behind (stale, or later than the frame interval) for the whole
+  // stretch: a node whose sessions' frames arrive at the same instants runs late at every level
+  // with every frame delivered in time, and ending a session would buy nothing the viewers see
+  // (docs/capacity.md, frame phases).
+  if (behind.empty()) {
+    behind_since_ms_ = -1;
+    return;
+  }
+  if (behind_since_ms_ < 0) behind_since_ms_ = now;
+  if (!deps_.server.shed || now - behind_since_ms_ < ShedEndAfterMs() || sessions_.size() < 2) return;
   const std::string* newest = nullptr;
   double newest_ms = -1;
   for (const auto& [id, e] : sessions_)
@@ -47,11 +57,12 @@ void SessionManager::ShedNode(double now, const std::vector<std::string>& overlo
       newest = &id;
     }
   if (!newest) return;
-  ending.push_back({*newest, {"shed", fmt::format("node overloaded for {:.0f} s with every shed level taken ({}); the "
-                                                  "newest session ends so the others keep their frame rate",
-                                                  (now - overloaded_since_ms_) / 1000, overloaded_why_)}});
+  ending.push_back({*newest, {"shed", fmt::format("node overloaded for {:.0f} s with every shed level taken ({}; "
+                                                  "{} falling behind: frames stale or later than the frame interval); "
+                                                  "the newest session ends so the others keep their frame rate",
+                                                  (now - behind_since_ms_) / 1000, overloaded_why_, behind.size())}});
   m_shed_ended_->Inc();
-  overloaded_since_ms_ = now;  // the others get their time to recover before the next
+  behind_since_ms_ = now;  // the others get their time to recover before the next
 }
 
 void SessionManager::Housekeeping() {
@@ -81,6 +92,7 @@ void SessionManager::Housekeeping() {
     std::vector<std::pair<std::string, std::pair<std::string, std::string>>> ending;
     std::vector<std::pair<std::shared_ptr<LiveSession>, std::map<std::string, std::string>>> dead_viewers;
     std::vector<std::string> overloaded;  // sessions that shed every level and are still late
+    std::vector<std::string> behind;      // of those, the ones whose frames fall behind
     {
       MutexLock lk(mu_);
       for (auto& [id, e] : sessions_) {
@@ -95,6 +107,7 @@ void SessionManager::Housekeeping() {
         }
         e.recent_p99_ms = st.recent_p99_ms;
         if (st.overloaded) overloaded.push_back(id);
+        if (st.falling_behind) behind.push_back(id);
         if (st.resolution_changes > e.resolution_changes) {
           e.resolution_changes = st.resolution_changes;
           AddEvent("resolution_changed", id, std::to_string(st.width) + "x" + std::to_string(st.height) +
@@ -121,7 +134,7 @@ void SessionManager::Housekeeping() {
         else if (st.last_packet_age_ms < 0 && st.age_ms > deps_.server.start_timeout_ms)
           ending.push_back({id, {"start_timeout", "no packet in " + std::to_string(int(st.age_ms)) + " ms"}});
       }
-      ShedNode(now, overloaded, ending);
+      ShedNode(now, overloaded, behind, ending);
     }
     for (auto& [session, dead] : dead_viewers)
       for (const auto& [key, why] : dead) session->RemoveWebViewer(key);

@@ -187,9 +187,9 @@ class SessionManager {
   };
   SessionManager(const ServerDeps& d, MetricsRegistry* m);
   void Housekeeping();
-  // Node-level shedding, under mu_: the overloaded sessions of this tick; may add the newest
-  // session to `ending`.
-  void ShedNode(double now, const std::vector<std::string>& overloaded,
+  // Node-level shedding, under mu_: the overloaded sessions of this tick (new viewers and sessions
+  // refused) and those of them falling behind; may add the newest session to `ending`.
+  void ShedNode(double now, const std::vector<std::string>& overloaded, const std::vector<std::string>& behind,
                 std::vector<std::pair<std::string, std::pair<std::string, std::string>>>& ending) REQUIRES(mu_);
   WebRtcPeerConfig PeerConfig() const;
   // The session (shared) when it exists and is running.
@@ -243,8 +243,10 @@ class SessionManager {
   Gauge* m_overloaded_ = nullptr;
   // Node-level shedding (housekeeping): since when some session has shed every level it has
   // and is still late (-1: not overloaded). Meanwhile new viewers and sessions are refused; after
-  // ShedEndAfterMs() of it the newest session ends, and the clock starts again.
+  // ShedEndAfterMs() of a session falling behind (behind_since_ms_) the newest session ends, and
+  // that clock starts again.
   double overloaded_since_ms_ GUARDED_BY(mu_) = -1;
+  double behind_since_ms_ GUARDED_BY(mu_) = -1;  // since when a session at its last level falls behind
   CostLearner learner_ GUARDED_BY(mu_);  // teaches capacity_ from the sessions, once a second
   std::string overloaded_why_ GUARDED_BY(mu_);
   double ShedEndAfterMs() const { return 2000.0 * deps_.server.shed_calm_s; }

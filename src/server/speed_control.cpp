@@ -59,6 +59,7 @@ void SpeedControl::Judge(double now_ms) {
   const bool over = total > 0 && (p90 > cfg_.high * budget_ms_ || stale_ > cfg_.stale_share * total);
   const bool calm = total > 0 && stale_ == 0 && p90 < cfg_.low * budget_ms_;
   overloaded_ = over && level_ >= max_level_;
+  behind_ = overloaded_ && (stale_ > cfg_.stale_share * total || p90 > budget_ms_);
   if (over) {
     calm_since_ = -1;
     if (level_ < max_level_) {

@@ -48,6 +48,11 @@ class SpeedControl {
   void set_max_level(int m);  // a new encoder (another codec or size) can have other steps
   // The last judged window overused at the last level: nothing left to shed in the session.
   bool overloaded() const { return overloaded_; }
+  // The same, and its frames fell behind: more than stale_share of them dropped as stale, or its
+  // p90 later than the whole budget. Only this threatens the frame rate; a p90 between high x
+  // budget and the budget (frames that waited behind other sessions' frames arriving at the same
+  // instants) does not, and it is what the node's last resort, ending a session, waits for.
+  bool falling_behind() const { return behind_; }
   double current_calm_ms() const { return calm_need_ms_; }
   uint64_t steps_up() const { return ups_; }
   uint64_t warmup_windows() const { return warmup_windows_; }  // windows left unjudged
@@ -61,6 +66,7 @@ class SpeedControl {
   int max_level_;
   int level_ = 0;
   bool overloaded_ = false;
+  bool behind_ = false;
   double window_start_ = -1;
   double first_ms_ = -1;       // the first frame (or stale drop) seen
   std::vector<double> lat_;

@@ -50,6 +50,32 @@ TEST(SpeedControl, ShedsOneLevelPerOverusedWindowUpToItsLast) {
   EXPECT_EQ(c.steps_up(), 3u);
 }
 
+// At the last level: late but in time (the p90 between 0.7 x budget and the budget: frames that
+// waited behind other sessions' frames arriving at the same instants) is overloaded, and refuses
+// new viewers; only frames gone stale or later than the budget are falling behind, which is what
+// ends a session on the node.
+TEST(SpeedControl, FallingBehindIsStaleOrLaterThanTheBudget) {
+  SpeedControl c(NoWarmup(), kBudget, 1);
+  double t = Second(c, 0, 30);  // level 1, the last
+  t = Second(c, t, 30);
+  EXPECT_TRUE(c.overloaded());
+  EXPECT_FALSE(c.falling_behind()) << "every frame left within the frame interval";
+  t = Second(c, t, 40);  // later than the budget
+  EXPECT_TRUE(c.overloaded());
+  EXPECT_TRUE(c.falling_behind());
+  t = Second(c, t, 30, /*stale=*/3);  // 10% dropped as stale
+  EXPECT_TRUE(c.falling_behind());
+  t = Second(c, t, 30, /*stale=*/1);  // within the stale share, in time
+  EXPECT_FALSE(c.falling_behind());
+  t = Second(c, t, 10);  // calm
+  EXPECT_FALSE(c.overloaded());
+  EXPECT_FALSE(c.falling_behind());
+  // Below the last level nothing is falling behind: there is still something to shed.
+  SpeedControl d(NoWarmup(), kBudget, 3);
+  Second(d, 0, 40);
+  EXPECT_FALSE(d.falling_behind());
+}
+
 TEST(SpeedControl, StaleDropsAloneAreOveruse) {
   SpeedControl c(NoWarmup(), kBudget, 4);
   double t = Second(c, 0, 12, /*stale=*/3);  // fast frames, but 10% dropped: the worker is starved
