@@ -30,6 +30,7 @@ void SessionManager::ShedNode(double now, const std::vector<std::string>& overlo
       AddEvent("node_recovered", "", fmt::format("no session is late at its last shed level after {:.1f} s",
                                                  (now - overloaded_since_ms_) / 1000));
     overloaded_since_ms_ = -1;
+    behind_since_ms_ = -1;  // falling behind is a kind of overloaded: its stretch ends with it
     return;
   }
   overloaded_why_ = fmt::format("{} of {} session(s) at their last shed level and still late", overloaded.size(),
