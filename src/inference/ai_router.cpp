@@ -72,7 +72,8 @@ Result<std::unique_ptr<AiRouter>> AiRouter::Start(const RouterConfig& c,
         &metrics->GetCounter("veil_ai_target_down_total", "Times the AI target was marked down", l);
     Result<std::unique_ptr<InferenceScheduler>> sched = Status::Error("");
     if (spec.local()) {
-      sched = InferenceScheduler::Create(c.local, local, metrics, spec.name);
+      sched = c.local_host ? InferenceScheduler::CreateHosted(c.local, local, metrics, spec.name, c.local_host)
+                           : InferenceScheduler::Create(c.local, local, metrics, spec.name);
     } else {
       RemoteOptions o = c.remote_options;
       o.endpoint = spec.endpoint;
@@ -103,7 +104,9 @@ Result<std::unique_ptr<AiRouter>> AiRouter::Start(const RouterConfig& c,
   for (auto& th : first) th.join();
   for (size_t i = 0; i < r->targets_.size(); ++i) {
     Target& t = *r->targets_[i];
-    if (t.spec.local()) {
+    if (t.spec.local() && t.sched->hosted()) {
+      spdlog::info("AI target '{}': in-process, on the frame executor, max batch {}", t.spec.name, c.local.max_batch);
+    } else if (t.spec.local()) {
       spdlog::info(
           "AI target '{}': in-process, {} inference thread(s), max batch {}, max wait {} us",
           t.spec.name, c.local.threads, c.local.max_batch, c.local.max_wait_us);

@@ -38,6 +38,7 @@ namespace veil {
 struct RouterConfig {
   std::vector<TargetSpec> targets{{"local", ""}};
   SchedulerConfig local;         // the in-process target's scheduler
+  InferenceHost* local_host = nullptr;  // set: the in-process target's inference runs there (hosted)
   SchedulerConfig remote;        // each remote target's scheduler (threads = calls in flight)
   RemoteOptions remote_options;  // endpoint set per target
   SecondLookParams second_look;  // vision/second_look.h, for remote targets (a local one's detector has its own)

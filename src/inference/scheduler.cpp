@@ -82,6 +82,19 @@ Result<std::unique_ptr<InferenceScheduler>> InferenceScheduler::Create(
   return s;
 }
 
+Result<std::unique_ptr<InferenceScheduler>> InferenceScheduler::CreateHosted(
+    const SchedulerConfig& c, const DetectorFactory& factory, MetricsRegistry* metrics,
+    const std::string& target, InferenceHost* host) {
+  if (!host) return Status::Error("a hosted inference scheduler needs its host");
+  if (Status s = Validate(c); !s) return s;
+  std::unique_ptr<InferenceScheduler> s(new InferenceScheduler(c, metrics, target));
+  auto d = factory();
+  if (!d) return d.status();
+  s->detectors_.push_back(std::move(*d));
+  s->host_ = host;
+  return s;
+}
+
 InferenceScheduler::~InferenceScheduler() {
   Shutdown();
 }
@@ -132,6 +145,15 @@ void InferenceScheduler::Submit(DetectRequest r) {
     res.outcome = why[i];
     Finish(dropped[i], std::move(res));
   }
+  WakeHost();
+}
+
+void InferenceScheduler::WakeHost() {
+  if (!host_) return;
+  // Under the lock: Shutdown's stop_ then orders every Wake before its Forget.
+  MutexLock lk(mu_);
+  if (stop_ || queue_.empty()) return;
+  host_->Wake(this, queue_.front().submit_ms);
 }
 
 bool InferenceScheduler::TakeBatch(std::vector<Pending>& batch, std::vector<Pending>& stale) {
@@ -139,17 +161,7 @@ bool InferenceScheduler::TakeBatch(std::vector<Pending>& batch, std::vector<Pend
   for (;;) {
     lk.Wait(cv_, [&]() REQUIRES(mu_) { return stop_ || !queue_.empty(); });
     if (stop_) return false;
-    // Drop what is already too old to be worth inference.
-    const double now = NowMs();
-    for (auto it = queue_.begin(); it != queue_.end();) {
-      if (it->req.deadline_ms > 0 && now > it->req.deadline_ms) {
-        stale.push_back(std::move(*it));
-        it = queue_.erase(it);
-        stale_->Inc();
-      } else {
-        ++it;
-      }
-    }
+    DropStale(stale);
     if (queue_.empty()) {
       if (!stale.empty()) return true;
       continue;
@@ -163,22 +175,55 @@ bool InferenceScheduler::TakeBatch(std::vector<Pending>& batch, std::vector<Pend
       if (int(queue_.size()) < cfg_.max_batch && NowMs() < wait_until) continue;
       if (queue_.empty()) continue;
     }
-    const DetectRequest& first = queue_.front().req;
-    const cv::Size size = first.image.size();
-    const int type = first.image.type();
-    const bool raw = first.raw;
-    for (auto it = queue_.begin(); it != queue_.end() && int(batch.size()) < cfg_.max_batch;) {
-      if (it->req.image.size() == size && it->req.image.type() == type && it->req.raw == raw) {
-        batch.push_back(std::move(*it));
-        it = queue_.erase(it);
-      } else {
-        ++it;
-      }
-    }
-    in_flight_ += int(batch.size());
-    in_flight_gauge_->Add(double(batch.size()));
+    TakeReady(batch);
     return true;
   }
+}
+
+void InferenceScheduler::DropStale(std::vector<Pending>& stale) {
+  // Drop what is already too old to be worth inference.
+  const double now = NowMs();
+  for (auto it = queue_.begin(); it != queue_.end();) {
+    if (it->req.deadline_ms > 0 && now > it->req.deadline_ms) {
+      stale.push_back(std::move(*it));
+      it = queue_.erase(it);
+      stale_->Inc();
+    } else {
+      ++it;
+    }
+  }
+}
+
+void InferenceScheduler::TakeReady(std::vector<Pending>& batch) {
+  if (queue_.empty()) return;
+  const DetectRequest& first = queue_.front().req;
+  const cv::Size size = first.image.size();
+  const int type = first.image.type();
+  const bool raw = first.raw;
+  for (auto it = queue_.begin(); it != queue_.end() && int(batch.size()) < cfg_.max_batch;) {
+    if (it->req.image.size() == size && it->req.image.type() == type && it->req.raw == raw) {
+      batch.push_back(std::move(*it));
+      it = queue_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  in_flight_ += int(batch.size());
+  in_flight_gauge_->Add(double(batch.size()));
+}
+
+std::optional<double> InferenceScheduler::RunPending() {
+  std::vector<Pending> batch, stale;
+  {
+    MutexLock lk(mu_);
+    if (stop_) return std::nullopt;
+    DropStale(stale);
+    TakeReady(batch);
+  }
+  RunBatch(detectors_.front().get(), batch, stale);
+  MutexLock lk(mu_);
+  if (stop_ || queue_.empty()) return std::nullopt;
+  return queue_.front().submit_ms;
 }
 
 void InferenceScheduler::Run(Detector* det) {
@@ -187,75 +232,79 @@ void InferenceScheduler::Run(Detector* det) {
     std::fprintf(stderr, "veil: inference.nice %d not applied: %s\n", cfg_.nice, std::strerror(errno));
   for (;;) {
     std::vector<Pending> batch, stale;
-    const bool go = TakeBatch(batch, stale);
-    for (auto& p : stale) {
-      DetectResult r;
-      r.outcome = DetectOutcome::kStale;
-      r.queue_ms = NowMs() - p.submit_ms;
-      Finish(p, std::move(r));
-    }
+    const bool go = TakeBatch(batch, stale);  // none taken when it stops
+    RunBatch(det, batch, stale);
     if (!go) return;
-    if (batch.empty()) continue;
-    const double t0 = NowMs();
-    std::vector<cv::Mat> images;
-    images.reserve(batch.size());
-    for (auto& p : batch) images.push_back(p.req.image);
-    // One threshold per batch: the lowest asked for; each request filters its own below.
-    float score = batch.front().req.score_threshold;
-    for (auto& p : batch) score = std::min(score, p.req.score_threshold);
-    const bool raw = batch.front().req.raw;
-    Result<std::vector<Detections>> res = std::vector<Detections>{};
-    Result<std::vector<std::vector<cv::Mat>>> outs = std::vector<std::vector<cv::Mat>>{};
-    // A detector that throws (cv::dnn does on inputs it cannot take) fails this batch; the
-    // thread, and the process, go on.
-    try {
-      if (raw)
-        outs = det->Forward(images);
-      else
-        res = det->Detect(images, score);
-    } catch (const std::exception& e) {
-      const Status thrown = Status::Error(std::string("the detector threw: ") + e.what());
-      if (raw) outs = thrown;
-      else res = thrown;
-    } catch (...) {
-      const Status thrown = Status::Error("the detector threw an unknown exception");
-      if (raw) outs = thrown;
-      else res = thrown;
-    }
-    const double t1 = NowMs();
-    batch_size_->Observe(double(batch.size()));
-    infer_batch_ms_->Observe(t1 - t0);
-    infer_frame_ms_->Observe((t1 - t0) / batch.size());
-    for (size_t i = 0; i < batch.size(); ++i) {
-      DetectResult r;
-      r.queue_ms = t0 - batch[i].submit_ms;
-      r.infer_ms = t1 - t0;
-      r.batch_size = int(batch.size());
-      queue_ms_->Observe(r.queue_ms);
-      if (raw) {
-        if (!outs || outs->size() != batch.size()) {
-          r.outcome = DetectOutcome::kFailed;
-          r.error = outs ? "detector returned a wrong number of results" : outs.error();
-          failed_->Inc();
-        } else {
-          r.outputs = std::move((*outs)[i]);
-        }
-      } else if (!res || res->size() != batch.size()) {
+  }
+}
+
+void InferenceScheduler::RunBatch(Detector* det, std::vector<Pending>& batch, std::vector<Pending>& stale) {
+  for (auto& p : stale) {
+    DetectResult r;
+    r.outcome = DetectOutcome::kStale;
+    r.queue_ms = NowMs() - p.submit_ms;
+    Finish(p, std::move(r));
+  }
+  if (batch.empty()) return;
+  const double t0 = NowMs();
+  std::vector<cv::Mat> images;
+  images.reserve(batch.size());
+  for (auto& p : batch) images.push_back(p.req.image);
+  // One threshold per batch: the lowest asked for; each request filters its own below.
+  float score = batch.front().req.score_threshold;
+  for (auto& p : batch) score = std::min(score, p.req.score_threshold);
+  const bool raw = batch.front().req.raw;
+  Result<std::vector<Detections>> res = std::vector<Detections>{};
+  Result<std::vector<std::vector<cv::Mat>>> outs = std::vector<std::vector<cv::Mat>>{};
+  // A detector that throws (cv::dnn does on inputs it cannot take) fails this batch; the
+  // thread, and the process, go on.
+  try {
+    if (raw)
+      outs = det->Forward(images);
+    else
+      res = det->Detect(images, score);
+  } catch (const std::exception& e) {
+    const Status thrown = Status::Error(std::string("the detector threw: ") + e.what());
+    if (raw) outs = thrown;
+    else res = thrown;
+  } catch (...) {
+    const Status thrown = Status::Error("the detector threw an unknown exception");
+    if (raw) outs = thrown;
+    else res = thrown;
+  }
+  const double t1 = NowMs();
+  batch_size_->Observe(double(batch.size()));
+  infer_batch_ms_->Observe(t1 - t0);
+  infer_frame_ms_->Observe((t1 - t0) / batch.size());
+  for (size_t i = 0; i < batch.size(); ++i) {
+    DetectResult r;
+    r.queue_ms = t0 - batch[i].submit_ms;
+    r.infer_ms = t1 - t0;
+    r.batch_size = int(batch.size());
+    queue_ms_->Observe(r.queue_ms);
+    if (raw) {
+      if (!outs || outs->size() != batch.size()) {
         r.outcome = DetectOutcome::kFailed;
-        r.error = res ? "detector returned a wrong number of results" : res.error();
+        r.error = outs ? "detector returned a wrong number of results" : outs.error();
         failed_->Inc();
       } else {
-        for (const auto& d : (*res)[i])
-          if (d.score >= batch[i].req.score_threshold) r.detections.push_back(d);
+        r.outputs = std::move((*outs)[i]);
       }
-      Finish(batch[i], std::move(r));
+    } else if (!res || res->size() != batch.size()) {
+      r.outcome = DetectOutcome::kFailed;
+      r.error = res ? "detector returned a wrong number of results" : res.error();
+      failed_->Inc();
+    } else {
+      for (const auto& d : (*res)[i])
+        if (d.score >= batch[i].req.score_threshold) r.detections.push_back(d);
     }
-    {
-      MutexLock lk(mu_);
-      in_flight_ -= int(batch.size());
-    }
-    in_flight_gauge_->Add(-double(batch.size()));
+    Finish(batch[i], std::move(r));
   }
+  {
+    MutexLock lk(mu_);
+    in_flight_ -= int(batch.size());
+  }
+  in_flight_gauge_->Add(-double(batch.size()));
 }
 
 void InferenceScheduler::Shutdown() {
@@ -270,6 +319,7 @@ void InferenceScheduler::Shutdown() {
   for (auto& t : threads_)
     if (t.joinable()) t.join();
   threads_.clear();
+  if (host_) host_->Forget(this);  // a batch it runs now ends first
   for (auto& p : left) {
     DetectResult r;
     r.outcome = DetectOutcome::kShutdown;
@@ -285,6 +335,7 @@ bool InferenceScheduler::SubmitAllIfRoom(std::vector<DetectRequest>& rs) {
     for (auto& r : rs) queue_.push_back({std::move(r), now});
   }
   cv_.notify_all();
+  WakeHost();
   return true;
 }
 

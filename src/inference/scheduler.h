@@ -12,6 +12,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <opencv2/core.hpp>
 #include <thread>
 #include <vector>
@@ -62,6 +63,22 @@ Status Validate(const SchedulerConfig& c);
 
 using DetectorFactory = std::function<Result<std::unique_ptr<Detector>>()>;
 
+class InferenceScheduler;
+
+// Where a hosted scheduler's inference runs: on threads the host owns (the server's frame
+// executor, server.detect_on_executor), in its order, instead of on threads of the scheduler's.
+// The host calls RunPending on one thread at a time.
+class InferenceHost {
+ public:
+  virtual ~InferenceHost() = default;
+  // `s` has requests waiting, the oldest submitted at submitted_ms (NowMs clock): call
+  // s->RunPending() soon. Called with the scheduler's lock held (so never after its Forget):
+  // must not call into the scheduler.
+  virtual void Wake(InferenceScheduler* s, double submitted_ms) = 0;
+  // `s` is going away: RunPending is not running when this returns, and is never called again.
+  virtual void Forget(InferenceScheduler* s) = 0;
+};
+
 // Where a session's detection requests go: one scheduler, or a router over
 // several AI targets. Submit never blocks on inference and every request gets
 // exactly one callback.
@@ -79,6 +96,14 @@ class InferenceScheduler : public DetectionSink {
                                                             const DetectorFactory& factory,
                                                             MetricsRegistry* metrics,
                                                             const std::string& target);
+  // A hosted scheduler: one detector, no threads of its own; `host` (which must outlive the
+  // scheduler's Shutdown) runs its inference. c.threads is not used; nor is c.max_wait_us:
+  // a batch is what is waiting when the host gets to it.
+  static Result<std::unique_ptr<InferenceScheduler>> CreateHosted(const SchedulerConfig& c,
+                                                                  const DetectorFactory& factory,
+                                                                  MetricsRegistry* metrics,
+                                                                  const std::string& target,
+                                                                  InferenceHost* host);
   ~InferenceScheduler();  // Shutdown()
   // Never blocks on inference. May call the superseded request's callback inline.
   void Submit(DetectRequest r) override;
@@ -90,6 +115,12 @@ class InferenceScheduler : public DetectionSink {
   void Shutdown();
   size_t pending() const;
   int in_flight() const;
+  bool hosted() const { return host_ != nullptr; }
+
+  // Hosted: runs one batch of what is waiting (stale requests are answered as such), on the
+  // caller's thread. Returns when the oldest request still waiting was submitted, or nullopt when
+  // none waits (or after Shutdown).
+  std::optional<double> RunPending();
 
  private:
   InferenceScheduler(const SchedulerConfig& c, MetricsRegistry* m, const std::string& target);
@@ -101,9 +132,18 @@ class InferenceScheduler : public DetectionSink {
   // Takes a batch (same image size, type and kind, up to max_batch) once it is full or the
   // oldest has waited max_wait_us; returns stale requests separately.
   bool TakeBatch(std::vector<Pending>& batch, std::vector<Pending>& stale);
+  // Answers `stale` as kStale and runs `batch` on `det`, answering each request.
+  void RunBatch(Detector* det, std::vector<Pending>& batch, std::vector<Pending>& stale);
+  // Moves what is past its deadline into `stale`.
+  void DropStale(std::vector<Pending>& stale) REQUIRES(mu_);
+  // Takes a batch of what waits: the first request's image size, type and kind, up to max_batch.
+  void TakeReady(std::vector<Pending>& batch) REQUIRES(mu_);
+  // Hosted: tells the host when requests wait.
+  void WakeHost() EXCLUDES(mu_);
   static void Finish(Pending& p, DetectResult&& r);
 
   const SchedulerConfig cfg_;
+  InferenceHost* host_ = nullptr;  // hosted: runs RunPending; no threads_
   std::vector<std::unique_ptr<Detector>> detectors_;
   std::vector<std::thread> threads_;
   mutable Mutex mu_;

@@ -2,17 +2,19 @@
 
 #include <spdlog/spdlog.h>
 
+#include "server/inference_on_executor.h"
 #include "vision/detector.h"
 
 namespace veil {
 
 Result<std::unique_ptr<AiRouter>> StartAiRouter(const ServerDeps& d, MetricsRegistry* metrics,
                                                 std::shared_ptr<FaultInjector> faults,
-                                                std::shared_ptr<EventLog> events) {
+                                                std::shared_ptr<EventLog> events, InferenceHost* local_host) {
   if (!metrics || !faults || !events) return Status::Error("the AI router needs metrics, faults and an event log");
   RouterConfig rc;
   rc.targets = d.server.targets;
   rc.local = rc.remote = d.server.scheduler;  // [inference]: batching and queue for every target
+  rc.local_host = local_host;
   rc.remote.threads = d.server.remote_threads;  // a remote target's threads are its calls in flight
   rc.remote_options.model = d.server.remote_model;
   rc.remote_options.deadline_ms = d.server.deadline_ms;
@@ -42,7 +44,18 @@ Result<ServerParts> StartServerParts(const ServerDeps& d, MetricsRegistry* metri
   ServerParts p;
   p.faults = std::make_shared<FaultInjector>();
   p.events = std::make_shared<EventLog>();
-  auto router = StartAiRouter(d, metrics, p.faults, p.events);
+  if (d.server.detect_on_executor) {
+    auto ex = StartFrameExecutor(d);
+    if (!ex) return ex.status();
+    if (*ex && (*ex)->stats().threads >= 2) {
+      p.executor = std::move(*ex);
+      p.inference_host = std::make_shared<InferenceOnExecutor>(p.executor, d.server.budget_ms);
+    } else {
+      spdlog::warn("server.detect_on_executor needs the frame executor with 2 or more threads: detections run on their own thread");
+      p.executor = std::move(*ex);
+    }
+  }
+  auto router = StartAiRouter(d, metrics, p.faults, p.events, p.inference_host.get());
   if (!router) return router.status();
   p.router = std::move(*router);
   return p;

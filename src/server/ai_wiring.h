@@ -18,7 +18,8 @@ namespace veil {
 // PUT /v1/debug/inference sets (used only with inference.fault_injection).
 Result<std::unique_ptr<AiRouter>> StartAiRouter(const ServerDeps& d, MetricsRegistry* metrics,
                                                 std::shared_ptr<FaultInjector> faults,
-                                                std::shared_ptr<EventLog> events);
+                                                std::shared_ptr<EventLog> events,
+                                                InferenceHost* local_host = nullptr);
 
 // The AI router, its fault injector and the event log a SessionManager takes, built from `d`.
 Result<ServerParts> StartServerParts(const ServerDeps& d, MetricsRegistry* metrics);

@@ -38,6 +38,17 @@ bool ValidSessionId(const std::string& id) {
   return true;
 }
 
+Result<std::shared_ptr<FrameExecutor>> StartFrameExecutor(const ServerDeps& d) {
+  if (!d.server.frame_executor) return std::shared_ptr<FrameExecutor>();
+  const int n = d.server.frame_threads > 0
+                    ? d.server.frame_threads
+                    : std::max(1, int(std::ceil(d.server.cores > 0 ? d.server.cores : UsableCores())));
+  auto ex = FrameExecutor::Start(n);
+  if (!ex) return ex.status();
+  spdlog::info("frame executor: {} threads, earliest deadline first across sessions", n);
+  return std::move(*ex);
+}
+
 SessionManager::SessionManager(const ServerDeps& d, MetricsRegistry* m) : deps_(d), metrics_(m) {}
 
 Result<std::unique_ptr<SessionManager>> SessionManager::Start(const ServerDeps& d, MetricsRegistry* metrics,
@@ -59,14 +70,13 @@ Result<std::unique_ptr<SessionManager>> SessionManager::Start(const ServerDeps& 
   m->m_cpu_pct_ = &metrics->GetGauge("veil_process_cpu_percent", "Process CPU over the last second, % of one core");
   m->m_cpu_s_ = &metrics->GetCounter("veil_process_cpu_seconds_total", "Process CPU time, s");
   if (Status st = m->StartCapacity(metrics); !st) return st;
-  if (d.server.frame_executor) {
-    const int n = d.server.frame_threads > 0
-                      ? d.server.frame_threads
-                      : std::max(1, int(std::ceil(d.server.cores > 0 ? d.server.cores : UsableCores())));
-    auto ex = FrameExecutor::Start(n);
+  m->inference_host_ = std::move(parts.inference_host);
+  if (parts.executor) {
+    m->executor_ = std::move(parts.executor);
+  } else {
+    auto ex = StartFrameExecutor(d);
     if (!ex) return ex.status();
     m->executor_ = std::move(*ex);
-    spdlog::info("frame executor: {} threads, earliest deadline first across sessions", n);
   }
   metrics->GetGauge("veil_frame_executor_threads", "Threads of the frame executor that runs every session's frames (0: a thread per session)")
       .Set(m->executor_ ? m->executor_->stats().threads : 0);

@@ -111,7 +111,15 @@ struct ServerParts {
   std::unique_ptr<AiRouter> router;
   std::shared_ptr<FaultInjector> faults;
   std::shared_ptr<EventLog> events;
+  // Set when the router's in-process target runs on the frame executor
+  // (server.detect_on_executor): the SessionManager runs its sessions on the same one.
+  std::shared_ptr<FrameExecutor> executor;
+  std::shared_ptr<InferenceHost> inference_host;  // the router's in-process target runs there
 };
+
+// The frame executor `d` asks for (server.frame_executor; server.frame_threads, else the
+// usable cores), or null when it asks for a thread per session.
+Result<std::shared_ptr<FrameExecutor>> StartFrameExecutor(const ServerDeps& d);
 
 class SessionManager {
  public:
@@ -214,6 +222,7 @@ class SessionManager {
   std::shared_ptr<FaultInjector> faults_;
   std::unique_ptr<AiRouter> router_;
   std::unique_ptr<CapacityModel> capacity_;
+  std::shared_ptr<InferenceHost> inference_host_;  // with detect_on_executor: the router's target runs there
   std::shared_ptr<FrameExecutor> executor_;  // null: a worker thread per session (server.frame_executor false)
   std::unique_ptr<PeriodPhases> keyframes_;  // null: server.stagger_keyframes false
   std::unique_ptr<PeriodPhases> detections_;  // phases as fractions of a period; null: server.stagger_detections false

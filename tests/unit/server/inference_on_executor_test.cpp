@@ -1,0 +1,155 @@
+// The in-process target's detections on the frame executor (server/inference_on_executor.h):
+// a hosted scheduler's batch takes its place in the executor's earliest-deadline-first order as
+// a frame handed over when it was asked for (budget_ms later), runs on an executor thread, and
+// after Shutdown every request is answered and the executor never runs the scheduler again.
+#include "server/inference_on_executor.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <future>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "core/clock.h"
+#include "fake_detector.h"
+
+namespace veil {
+namespace {
+
+using namespace std::chrono_literals;
+
+struct Gate {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool open = false;
+  void Open() {
+    {
+      std::lock_guard lk(mu);
+      open = true;
+    }
+    cv.notify_all();
+  }
+  void Wait() {
+    std::unique_lock lk(mu);
+    cv.wait_for(lk, 5s, [&] { return open; });
+  }
+};
+
+// A frame's work: holds the executor's one thread until released, or records when it ran.
+struct FrameClient : FrameExecutor::Client {
+  Gate entered, release;
+  bool block = false;
+  std::mutex* mu = nullptr;
+  std::vector<std::string>* order = nullptr;
+  std::optional<double> RunOne() override {
+    if (block) {
+      entered.Open();
+      release.Wait();
+    }
+    if (order) {
+      std::lock_guard lk(*mu);
+      order->push_back("frame");
+    }
+    return std::nullopt;
+  }
+};
+
+struct Hosted {
+  MetricsRegistry metrics;
+  std::shared_ptr<FrameExecutor> ex;
+  std::shared_ptr<InferenceOnExecutor> host;
+  test::FakeDetector* det = nullptr;
+  std::unique_ptr<InferenceScheduler> s;
+  Hosted(int threads, double budget_ms) {
+    ex = *FrameExecutor::Start(threads);
+    host = std::make_shared<InferenceOnExecutor>(ex, budget_ms);
+    auto r = InferenceScheduler::CreateHosted(
+        {},
+        [this]() -> Result<std::unique_ptr<Detector>> {
+          auto d = std::make_unique<test::FakeDetector>();
+          det = d.get();
+          return std::unique_ptr<Detector>(std::move(d));
+        },
+        &metrics, "local", host.get());
+    EXPECT_TRUE(r.ok()) << r.error();
+    s = std::move(*r);
+  }
+  ~Hosted() { s->Shutdown(); }
+};
+
+std::future<DetectResult> Submit(InferenceScheduler& s, uint64_t session, int64_t frame,
+                                 std::function<void()> on_done = {}) {
+  auto p = std::make_shared<std::promise<DetectResult>>();
+  auto f = p->get_future();
+  DetectRequest r;
+  r.session = session;
+  r.frame_index = frame;
+  r.image = cv::Mat(36, 64, CV_8UC3, cv::Scalar::all(7));
+  r.done = [p, on_done](DetectResult&& res) {
+    if (on_done) on_done();
+    p->set_value(std::move(res));
+  };
+  s.Submit(std::move(r));
+  return f;
+}
+
+TEST(InferenceOnExecutor, ADetectionRunsOnAnExecutorThreadInDeadlineOrder) {
+  for (const bool frame_first : {false, true}) {
+    SCOPED_TRACE(frame_first ? "a frame due before the detection" : "a frame due after it");
+    Hosted h(1, 50);  // a detection is due 50 ms after it was asked for
+    std::mutex mu;
+    std::vector<std::string> order;
+    FrameClient blocker, frame;
+    blocker.block = true;
+    frame.mu = &mu;
+    frame.order = &order;
+    h.ex->Ready(&blocker, NowMs());  // the executor's one thread is busy until released
+    blocker.entered.Wait();
+    h.ex->Ready(&frame, NowMs() + (frame_first ? 5 : 500));
+    std::thread::id ran_on;
+    auto res = Submit(*h.s, 1, 0, [&] {
+      ran_on = std::this_thread::get_id();
+      std::lock_guard lk(mu);
+      order.push_back("detection");
+    });
+    std::this_thread::sleep_for(20ms);
+    EXPECT_EQ(h.det->Calls(), 0);  // nothing runs it but the executor
+    blocker.release.Open();
+    EXPECT_EQ(res.get().outcome, DetectOutcome::kOk);
+    h.ex->Remove(&frame);
+    h.ex->Remove(&blocker);
+    EXPECT_NE(ran_on, std::this_thread::get_id());
+    ASSERT_EQ(order.size(), 2u);
+    EXPECT_EQ(order[0], frame_first ? "frame" : "detection");
+  }
+}
+
+TEST(InferenceOnExecutor, EverySessionsRequestIsAnsweredAndShutdownStopsTheRuns) {
+  Hosted h(2, 33);
+  std::vector<std::future<DetectResult>> got;
+  for (uint64_t session = 1; session <= 6; ++session) got.push_back(Submit(*h.s, session, int64_t(session)));
+  for (size_t i = 0; i < got.size(); ++i) {
+    DetectResult r = got[i].get();
+    EXPECT_EQ(r.outcome, DetectOutcome::kOk);
+    EXPECT_EQ(r.frame_index, int64_t(i + 1));
+  }
+  h.det->Close();  // the next batch holds an executor thread
+  auto running = Submit(*h.s, 1, 10);
+  h.det->WaitCalls(7);
+  auto waiting = Submit(*h.s, 2, 11);
+  std::thread stopper([&] { h.s->Shutdown(); });
+  std::this_thread::sleep_for(10ms);
+  h.det->Open();
+  stopper.join();  // returned only once the batch in flight ended
+  EXPECT_EQ(running.get().outcome, DetectOutcome::kOk);
+  EXPECT_EQ(waiting.get().outcome, DetectOutcome::kShutdown);
+  EXPECT_EQ(Submit(*h.s, 3, 12).get().outcome, DetectOutcome::kShutdown);
+  EXPECT_EQ(h.det->Calls(), 7);
+  EXPECT_EQ(h.ex->stats().clients, 0u);  // the executor forgot it
+}
+
+}  // namespace
+}  // namespace veil
