@@ -5,6 +5,8 @@
 // supersedes an older one that has not started (latest-frame-wins), and a
 // request whose deadline passes before inference starts is dropped. Every
 // request gets exactly one callback, whatever happens to it.
+// A hosted scheduler (CreateHosted) has no threads: its host (the server's frame
+// executor, server/inference_on_executor.h) runs its batches, in the host's order.
 #pragma once
 #include <condition_variable>
 #include <cstdint>

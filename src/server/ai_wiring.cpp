@@ -50,6 +50,11 @@ Result<ServerParts> StartServerParts(const ServerDeps& d, MetricsRegistry* metri
     if (*ex && (*ex)->stats().threads >= 2) {
       p.executor = std::move(*ex);
       p.inference_host = std::make_shared<InferenceOnExecutor>(p.executor, d.server.budget_ms);
+      const SchedulerConfig& sc = d.server.scheduler;
+      if (sc.threads != 1 || sc.nice != 0 || sc.max_wait_us != 0)
+        spdlog::warn("inference.threads {}, inference.nice {}, inference.max_wait_us {}: not used while the in-process "
+                     "target runs on the frame executor (server.detect_on_executor); set that false to use them",
+                     sc.threads, sc.nice, sc.max_wait_us);
     } else {
       spdlog::warn("server.detect_on_executor needs the frame executor with 2 or more threads: detections run on their own thread");
       p.executor = std::move(*ex);
