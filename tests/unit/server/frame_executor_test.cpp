@@ -12,28 +12,14 @@
 #include <thread>
 #include <vector>
 
+#include "gate.h"
+
 namespace veil {
 namespace {
 
 using namespace std::chrono_literals;
 
-// A gate a test opens once.
-struct Gate {
-  std::mutex mu;
-  std::condition_variable cv;
-  bool open = false;
-  void Open() {
-    {
-      std::lock_guard lk(mu);
-      open = true;
-    }
-    cv.notify_all();
-  }
-  bool Wait(std::chrono::milliseconds t = 5000ms) {
-    std::unique_lock lk(mu);
-    return cv.wait_for(lk, t, [&] { return open; });
-  }
-};
+using test::Gate;
 
 // Runs once per Ready, records its name in a shared order.
 struct Recorder : FrameExecutor::Client {

@@ -15,28 +15,14 @@
 
 #include "core/clock.h"
 #include "fake_detector.h"
+#include "gate.h"
 
 namespace veil {
 namespace {
 
 using namespace std::chrono_literals;
 
-struct Gate {
-  std::mutex mu;
-  std::condition_variable cv;
-  bool open = false;
-  void Open() {
-    {
-      std::lock_guard lk(mu);
-      open = true;
-    }
-    cv.notify_all();
-  }
-  void Wait() {
-    std::unique_lock lk(mu);
-    cv.wait_for(lk, 5s, [&] { return open; });
-  }
-};
+using test::Gate;
 
 // A frame's work: holds the executor's one thread until released, or records when it ran.
 struct FrameClient : FrameExecutor::Client {
