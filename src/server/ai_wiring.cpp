@@ -55,8 +55,8 @@ Result<ServerParts> StartServerParts(const ServerDeps& d, MetricsRegistry* metri
         spdlog::warn("inference.threads {}, inference.nice {}, inference.max_wait_us {}: not used while the in-process "
                      "target runs on the frame executor (server.detect_on_executor); set that false to use them",
                      sc.threads, sc.nice, sc.max_wait_us);
-    } else {
-      spdlog::warn("server.detect_on_executor needs the frame executor with 2 or more threads: detections run on their own thread");
+    } else if (*ex) {  // documented: with one frame thread a stalled detector would hold them all
+      spdlog::info("one frame thread: the in-process detections keep a thread of their own (server.detect_on_executor needs 2)");
       p.executor = std::move(*ex);
     }
   }
