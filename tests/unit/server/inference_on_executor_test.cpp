@@ -26,7 +26,7 @@ using test::Gate;
 
 // A frame's work: holds the executor's one thread until released, or records when it ran.
 struct FrameClient : FrameExecutor::Client {
-  Gate entered, release;
+  Gate entered, release, ran;
   bool block = false;
   std::mutex* mu = nullptr;
   std::vector<std::string>* order = nullptr;
@@ -39,6 +39,7 @@ struct FrameClient : FrameExecutor::Client {
       std::lock_guard lk(*mu);
       order->push_back("frame");
     }
+    ran.Open();
     return std::nullopt;
   }
 };
@@ -105,6 +106,9 @@ TEST(InferenceOnExecutor, ADetectionRunsOnAnExecutorThreadInDeadlineOrder) {
     EXPECT_EQ(h.det->Calls(), 0);  // nothing runs it but the executor
     blocker.release.Open();
     EXPECT_EQ(res.get().outcome, DetectOutcome::kOk);
+    // The detection is answered before the frame runs when it goes first: wait for the frame
+    // (removed before it ran, it never would).
+    EXPECT_TRUE(frame.ran.Wait());
     h.ex->Remove(&frame);
     h.ex->Remove(&blocker);
     EXPECT_NE(ran_on, std::this_thread::get_id());
