@@ -7,7 +7,8 @@
 #   git stash pop && cmake --build build --target veil
 # Usage: scripts/binary-compare.sh OLD_VEIL NEW_VEIL
 # Out: out/binary-compare/{old,new}-N/ (load.json each).
-# Env: SESSIONS (2), STAGE_SECONDS (20), WARMUP (5), REPEAT (3), MODE (anonymize), BUILD_DIR (build).
+# Env: SESSIONS (2), STAGE_SECONDS (20), WARMUP (5), REPEAT (3), MODE (anonymize), BUILD_DIR (build),
+# INPUT (the clip: $media/sample_720p30.ivf; e.g. $media/sample_720p30_h264.mkv for H.264).
 source "$(dirname "$0")/serve-lib.sh"
 old=$1 new=$2
 out=out/binary-compare
@@ -17,7 +18,7 @@ for rep in $(seq 1 "${REPEAT:-3}"); do
   for which in old new; do
     bin=$old; [ "$which" = new ] && bin=$new
     veil=$bin veil_serve "$out/$which-$rep-server" -- --max-sessions 32 --mode "${MODE:-anonymize}"
-    "${BUILD_DIR:-build}/bin/veil" load --server "$url" -i "$media/sample_720p30.ivf" --stages "${SESSIONS:-2}" \
+    "${BUILD_DIR:-build}/bin/veil" load --server "$url" -i "${INPUT:-$media/sample_720p30.ivf}" --stages "${SESSIONS:-2}" \
       --stage-seconds "${STAGE_SECONDS:-20}" --warmup "${WARMUP:-5}" --label "$which" --out "$out/$which-$rep" \
       > "$out/$which-$rep.log" 2>&1 || true
     kill -TERM "$server"; wait "$server" || true

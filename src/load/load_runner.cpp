@@ -66,6 +66,7 @@ json StageResult::ToJson() const {
             {"e2e_latency_ms", {{"p50", e2e_p50_ms}, {"p99", e2e_p99_ms}, {"max", e2e_max_ms}}},
             {"processing_ms", {{"mean", proc_mean_ms}, {"p99", proc_p99_ms}}},
             {"stale_drop_pct", stale_pct},
+            {"decodes_given_up_pct", decodes_given_up_pct},
             {"fail_closed_frames", fail_closed},
             {"shed_level", {{"mean", shed_level_mean}, {"max", shed_level_max}}},
             {"viewer_rtp_loss_pct", viewer_loss_pct},

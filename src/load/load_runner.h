@@ -67,6 +67,9 @@ struct StageResult {
   double e2e_p50_ms = 0, e2e_p99_ms = 0, e2e_max_ms = 0;
   double proc_mean_ms = 0, proc_p99_ms = 0;
   double stale_pct = 0, fail_closed = 0, viewer_loss_pct = 0, ingest_loss_pct = 0;
+  // Of the frames sent, forwarded ones whose decode the server gave up (its executor seconds
+  // behind): the viewers had them, but the sessions' decoders waited for a keyframe.
+  double decodes_given_up_pct = 0;
   // Load shedding (server/speed_control.h): the sessions' levels at the window's end.
   double shed_level_mean = 0, shed_level_max = 0;
   double server_cpu_pct = 0, tool_cpu_pct = 0;

@@ -48,9 +48,13 @@ std::string MarkdownTable(const std::vector<LoadRun>& runs) {
       double best = -1;
       for (const auto& [k, v] : s.stage_mean_ms)
         if (k != "detect" && v > best) best = v, dom = fmt::format("{} {:.1f} ms", k, v);  // detect is off the frame path
-      o += fmt::format("| {} | {} | {:.2f} / {:.2f} | {:.2f} / {:.2f} ms | {:.1f} ms | {:.2f}% | {:.0f} | {:.2f}% | {:.0f}% | {:.0f}% | {} | {} |\n",
+      // Bypass past the node's decode capacity: frames forwarded, their decodes given up.
+      const std::string stale = s.decodes_given_up_pct > 0
+                                    ? fmt::format("{:.2f}% (decodes given up: {:.2f}%)", s.stale_pct, s.decodes_given_up_pct)
+                                    : fmt::format("{:.2f}%", s.stale_pct);
+      o += fmt::format("| {} | {} | {:.2f} / {:.2f} | {:.2f} / {:.2f} ms | {:.1f} ms | {} | {:.0f} | {:.2f}% | {:.0f}% | {:.0f}% | {} | {} |\n",
                        Label(r), SessionsCell(s), s.fps_mean, s.fps_worst, s.proc_mean_ms, s.proc_p99_ms, s.e2e_p99_ms,
-                       s.stale_pct, s.fail_closed, s.viewer_loss_pct, s.server_cpu_pct, s.tool_cpu_pct, dom,
+                       stale, s.fail_closed, s.viewer_loss_pct, s.server_cpu_pct, s.tool_cpu_pct, dom,
                        s.passed ? "yes" : "no: " + s.verdict);
     }
   // The sessions' frame phases (--frame-phase), as their frame schedules began.

@@ -27,7 +27,7 @@ void FillStageFigures(const LoadOptions& o, const LoadSessions& sessions, const 
   double fps_sum = 0, sent_sum = 0, lost = 0, pk = 0;
   HistSnapshot proc;
   std::map<std::string, HistSnapshot> stage, node_proc;
-  double in = 0, sent = 0, stale = 0, fc = 0, ingest_lost = 0, level_sum = 0;
+  double in = 0, sent = 0, stale = 0, fc = 0, ingest_lost = 0, level_sum = 0, given_up = 0;
   int with_series = 0;
   res.fps_worst = 1e9;
   double first0 = 0;  // session 0's frame schedule as sent: the phases' origin
@@ -83,6 +83,7 @@ void FillStageFigures(const LoadOptions& o, const LoadSessions& sessions, const 
     in += d("veil_session_frames_received_total");
     sent += d("veil_session_frames_sent_total");
     stale += d("veil_session_stale_drops_total");
+    given_up += d("veil_session_decodes_given_up_total");
     fc += d("veil_session_fail_closed_frames_total");
     ingest_lost += d("veil_session_rtp_lost_packets_total");
     const double level = SumValue(b, "veil_session_shed_level", l);  // at the window's end
@@ -110,6 +111,7 @@ void FillStageFigures(const LoadOptions& o, const LoadSessions& sessions, const 
     res.stage_p99_ms[st] = stage[st].Quantile(0.99);
   }
   res.stale_pct = in > 0 ? 100.0 * stale / in : 0;
+  res.decodes_given_up_pct = sent > 0 ? 100.0 * given_up / sent : 0;
   res.fail_closed = fc;
   res.ingest_loss_pct = pk > 0 ? 100.0 * ingest_lost / (pk + ingest_lost) : 0;
   double out_frames = 0;

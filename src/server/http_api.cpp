@@ -117,6 +117,7 @@ json StatsJson(const SessionInfo& s) {
           {"frames_received", st.frames_in},
           {"frames_sent", st.frames_out},
           {"frames_forwarded", st.frames_forwarded},
+          {"decodes_given_up", st.decodes_given_up},
           {"forwarding", st.forwarding},
           {"publisher_keyframe_requests", st.publisher_keyframe_requests},
           {"stale_drops", st.stale_drops},

@@ -71,6 +71,11 @@ Result<std::unique_ptr<LiveSession>> LiveSession::Start(const std::string& id, c
       "Keyframes veil's encoder made (periodic at the session's phase, viewer joins, mode switches)", l);
   s->m_forwarded_ = &metrics->GetCounter("veil_session_frames_forwarded_total",
                                          "Frames sent as the publisher's own (bypass forwarding, no re-encode)", l);
+  s->m_decodes_given_up_ = &metrics->GetCounter(
+      "veil_session_decodes_given_up_total",
+      "Forwarded frames whose decode was given up, the executor seconds behind (the viewers had them; "
+      "the decoder resumed at the next keyframe)",
+      l);
   s->m_viewer_drops_ =
       &metrics->GetCounter("veil_session_viewer_drops_total", "Frames a slow viewer dropped from its queue", l);
   s->m_lost_ = &metrics->GetCounter("veil_session_rtp_lost_packets_total", "Ingest RTP packets never received", l);
@@ -174,23 +179,50 @@ void LiveSession::OnEncoded(EncodedFrame&& f, uint32_t rtp_ts) {
 void LiveSession::HandOver(EncodedFrame&& f, uint32_t rtp_ts) {
   const double now = NowMs();
   last_packet_ms_.store(now);
-  uint64_t dropped = 0;
+  const uint64_t seq = ++ingest_seq_;
+  // Forwarding: sent now, if nothing handed over before it is still to be sent or queued (the
+  // receiving thread is the only one that hands over, so no frame can come between the check
+  // and the send).
+  bool none_undecided = false;
+  {
+    MutexLock lk(pending_mu_);
+    none_undecided = undecided_ == 0;
+  }
+  uint64_t out_seq = 0;
+  if (none_undecided) {
+    const double cpu0 = ThreadCpuMs();
+    out_seq = ForwardOnArrival(f, rtp_ts, seq, f.arrival_ms > 0 ? f.arrival_ms : now);
+    if (out_seq > 0) cpu_ms_.fetch_add(ThreadCpuMs() - cpu0);
+  }
+  uint64_t dropped = 0, given_up = 0;
   bool ask_key = false;
   {
     MutexLock lk(pending_mu_);
     if (pending_.size() >= kMaxPending) {
       // The executor is seconds behind: decoding what waits would only make stale pictures.
-      dropped = pending_.size();
+      for (const Pending& p : pending_) {
+        if (p.out_seq > 0) {
+          ++given_up;  // already sent: only its decode is given up
+        } else {
+          ++dropped;
+          --undecided_;
+        }
+      }
       pending_.clear();
       pending_to_key_ = true;
     }
     if (pending_to_key_ && !f.keyframe) {
-      ++dropped;  // undecodable without the frames dropped before it
+      ++(out_seq == 0 ? dropped : given_up);  // undecodable without the frames dropped before it
       ask_key = true;
     } else {
       pending_to_key_ = false;
-      pending_.push_back(Pending{std::move(f), rtp_ts, now});
+      if (out_seq == 0) ++undecided_;
+      pending_.push_back(Pending{std::move(f), rtp_ts, now, seq, out_seq});
     }
+  }
+  if (given_up > 0) {
+    decodes_given_up_ += given_up;
+    m_decodes_given_up_->Inc(double(given_up));
   }
   if (dropped > 0) {
     stale_ += dropped;
@@ -213,7 +245,11 @@ void LiveSession::DecodeHandedOver() {
       p = std::move(pending_.front());
       pending_.pop_front();
     }
-    DecodeAndQueue(std::move(p.frame), p.rtp_ts, p.handed_ms);
+    DecodeAndQueue(std::move(p.frame), p.rtp_ts, &p);
+    if (p.out_seq == 0) {
+      MutexLock lk(pending_mu_);
+      --undecided_;  // sent or queued now: the next frames may be forwarded on arrival
+    }
   }
 }
 
@@ -229,9 +265,10 @@ std::optional<double> LiveSession::NextDue() {
   return due;
 }
 
-void LiveSession::DecodeAndQueue(EncodedFrame&& f, uint32_t rtp_ts, double handed_ms) {
-  if (handed_ms < 0) last_packet_ms_.store(NowMs());
-  const uint64_t seq = ++ingest_seq_;
+void LiveSession::DecodeAndQueue(EncodedFrame&& f, uint32_t rtp_ts, const Pending* handed) {
+  const double handed_ms = handed ? handed->handed_ms : -1;
+  if (!handed) last_packet_ms_.store(NowMs());
+  const uint64_t seq = handed ? handed->seq : ++ingest_seq_;
   const double t0 = NowMs(), cpu0 = ThreadCpuMs();
   std::vector<FramePtr> out;
   if (!decoder_->Decode(f.data.data(), f.data.size(), int64_t(rtp_ts), out).ok()) {
@@ -250,15 +287,20 @@ void LiveSession::DecodeAndQueue(EncodedFrame&& f, uint32_t rtp_ts, double hande
     const uint32_t ts = uint32_t(fr->pts);
     // On the executor the frame's clock starts when it was handed over: its wait for the decode
     // counts against its budget, as the wait for the privacy stage does.
-    const bool handed = handed_ms >= 0;
-    const double start = handed ? handed_ms : t1;
+    const bool on_executor = handed_ms >= 0;
+    const double start = on_executor ? handed_ms : t1;
     const double paced =
         paced_ms_ ? PacedHandOver(start, ts, *paced_ms_, paced_ts_, cfg_.burst_allowance_ms) : start;
     paced_ms_ = paced;
     paced_ts_ = ts;
-    Decoded item{std::move(fr), seq, ts, start, handed ? t1 - t0 : 0.0, arrival, paced + cfg_.budget_ms, int64_t(index)};
+    Decoded item{std::move(fr), seq, ts, start, on_executor ? t1 - t0 : 0.0, arrival, paced + cfg_.budget_ms, int64_t(index)};
     if (ts != rtp_ts) forwarding_ = forwarding_now_ = false;  // not this input's picture: nothing to pair it with
-    else if (out.size() == 1 && MaybeForward(f, item)) break;
+    if (handed && handed->out_seq > 0) {
+      // Forwarded on arrival: the viewers have it; its picture is kept for snapshots.
+      KeepOutput(std::move(item.frame), handed->out_seq, Mode::kBypass, false);
+      continue;
+    }
+    if (ts == rtp_ts && out.size() == 1 && MaybeForward(f, item)) break;
     const double due = Due(item);
     if (queue_.Push(std::move(item))) {
       ++stale_;  // evicted: the worker fell behind

@@ -135,6 +135,10 @@ struct LiveSessionStats {
   int width = 0, height = 0;         // of the last frame sent (0: none yet)
   uint64_t resolution_changes = 0;   // the outgoing picture changed size (the encoder re-opened)
   uint64_t frames_forwarded = 0;     // of frames_out: the publisher's own frames (bypass forwarding)
+  // Frames forwarded on arrival whose decode was given up (the executor seconds behind): the
+  // viewers had them; the session's decoder resumed at the next keyframe, so a switch to
+  // anonymize meanwhile waits for it (nothing leaves uncovered).
+  uint64_t decodes_given_up = 0;
   uint64_t publisher_keyframe_requests = 0;  // asked for to resume forwarding (WHIP ingest: RTCP PLI)
   bool forwarding = false;           // the last frame out was forwarded
   // Load shedding (server/speed_control.h): the level (0 = as configured) of max_shed_level,
@@ -188,6 +192,8 @@ class LiveSession {
   // the new one for a few frames (measured: 3 frames of residual detail after
   // bypass -> full_blur).
   void SetMode(Mode m) {
+    // Under emit_mu_: a forwarded frame is sent, or not, wholly before the switch; none after.
+    MutexLock lk(emit_mu_);
     if (mode_.exchange(m) != m) want_keyframe_ = true;
   }
   Mode mode() const { return mode_.load(); }
@@ -249,15 +255,18 @@ class LiveSession {
     EncodedFrame frame;
     uint32_t rtp_ts = 0;
     double handed_ms = 0;
+    uint64_t seq = 0;      // its ingest_seq_
+    uint64_t out_seq = 0;  // > 0: forwarded on arrival (ForwardOnArrival) as output frame out_seq
   };
   // The most compressed frames that may wait (2 s at 30 fps): past it the executor is hopelessly
   // behind; what waits is dropped and decoding resumes at the publisher's next keyframe.
   static constexpr size_t kMaxPending = 60;
   LiveSession(const std::string& id, const LiveSessionConfig& c);
   void OnEncoded(EncodedFrame&& f, uint32_t rtp_ts);  // receiver thread: DecodeAndQueue, exceptions caught
-  // Decodes f and queues its pictures for the privacy stage (or forwards it in bypass). handed_ms
-  // >= 0: the frame was handed over to the executor then (decode on the executor).
-  void DecodeAndQueue(EncodedFrame&& f, uint32_t rtp_ts, double handed_ms = -1);
+  // Decodes f and queues its pictures for the privacy stage (or forwards it in bypass). handed:
+  // the frame was handed over to the executor (decode on the executor), as this Pending says
+  // (its frame already moved into f); null: it came straight from the ingest thread.
+  void DecodeAndQueue(EncodedFrame&& f, uint32_t rtp_ts, const Pending* handed = nullptr);
   void HandOver(EncodedFrame&& f, uint32_t rtp_ts);    // receiver thread, decode on the executor
   void DecodeHandedOver();                             // executor: decodes every frame waiting, in order
   std::optional<double> NextDue();                     // executor: the deadline of the next work waiting
@@ -269,6 +278,13 @@ class LiveSession {
   // Decoding thread (the executor, or the ingest thread): sends the publisher's own frame in
   // bypass when the viewers can decode it (bypass forwarding); false: the worker processes it.
   bool MaybeForward(const EncodedFrame& in, Decoded& item);
+  // Ingest thread, decode on the executor: while the decoding thread forwards (forwarding_now_)
+  // and every earlier frame has been sent or queued, sends the publisher's frame at once, before
+  // its decode (which then only keeps the picture and checks the stream): a forwarded frame
+  // never waits for the executor. Returns its output number, 0: not sent (the decode decides).
+  uint64_t ForwardOnArrival(const EncodedFrame& f, uint32_t rtp_ts, uint64_t seq, double arrival_ms);
+  // Keeps a sent frame's picture for snapshots (output number seq) and counts a size change.
+  void KeepOutput(FramePtr frame, uint64_t seq, Mode mode, bool fail_closed);
   // Sends a frame's compressed form and keeps its picture for snapshots. rep: the privacy
   // stage's report of an encoded frame (worker thread); null: the publisher's own frame,
   // forwarded (decoding thread). false: a forwarded frame superseded it (nothing sent).
@@ -315,7 +331,7 @@ class LiveSession {
   double last_keyframe_ms_ = -1e300;          // worker thread: arrival time of the last keyframe out
   std::atomic<uint64_t> ingest_seq_{0};       // decoding thread: every input frame, decoded or not
   std::atomic<bool> forwarding_now_{false};
-  std::atomic<uint64_t> forwarded_{0}, publisher_key_requests_{0};
+  std::atomic<uint64_t> forwarded_{0}, publisher_key_requests_{0}, decodes_given_up_{0};
   // Emit() runs on both threads in turn; a worker frame older than the last forwarded one is
   // dropped (queued before a forwarded run began, it would break the chain the viewers decode).
   Mutex emit_mu_;
@@ -342,6 +358,9 @@ class LiveSession {
   Mutex pending_mu_;
   std::deque<Pending> pending_ GUARDED_BY(pending_mu_);
   bool pending_to_key_ GUARDED_BY(pending_mu_) = false;  // dropped a backlog: wait for a keyframe
+  // Frames handed over but not forwarded on arrival whose decode has not yet sent or queued them:
+  // while any is, a later frame may not be forwarded on arrival (it would overtake them).
+  uint64_t undecided_ GUARDED_BY(pending_mu_) = 0;
   std::thread worker_;                        // without an executor
   std::shared_ptr<FrameExecutor> executor_;   // the server's; null: worker_
   struct ExecutorClient : FrameExecutor::Client {
@@ -398,7 +417,7 @@ class LiveSession {
   Counter* m_fast_cuts_ = nullptr;
   int64_t enc_fast_cuts_seen_ = 0;  // the current encoder's fast_cut_frames() already counted
   int held_run_ = 0;  // frames held in a row (privacy.cut_hold_frames); worker only
-  Counter *m_forwarded_ = nullptr, *m_keyframes_ = nullptr;
+  Counter *m_forwarded_ = nullptr, *m_keyframes_ = nullptr, *m_decodes_given_up_ = nullptr;
   Gauge *m_shed_level_ = nullptr, *m_enc_step_ = nullptr;
   Counter *m_stale_ = nullptr, *m_fail_closed_ = nullptr, *m_in_ = nullptr, *m_out_ = nullptr,
           *m_viewer_drops_ = nullptr, *m_lost_ = nullptr, *m_decode_errors_ = nullptr;

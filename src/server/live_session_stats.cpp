@@ -35,6 +35,7 @@ LiveSessionStats LiveSession::stats() const {
   s.decode_errors = decode_errors_;
   s.resolution_changes = resolution_changes_;  // first: a count that includes a change comes with its size
   s.frames_forwarded = forwarded_;
+  s.decodes_given_up = decodes_given_up_;
   s.publisher_keyframe_requests = publisher_key_requests_;
   s.forwarding = forwarding_now_;
   s.shed_level = shed_level_;

@@ -332,8 +332,10 @@ TEST(LiveSession, FollowsAResolutionChangeAtAKeyframe) {
 
 // Bypass forwards the publisher's frames (issue 12 item 3): the viewer receives the publisher's
 // own bytes, as one RTP stream, across switches to anonymize and back. The oracles are the
-// publisher's encoded frames, the viewer's decoder, and the clip's ground truth.
-TEST(LiveSession, BypassForwardsThePublishersFramesAcrossModeSwitches) {
+// publisher's encoded frames, the viewer's decoder, and the clip's ground truth. On the frame
+// executor with the decode on it (the server's default), forwarded frames leave on arrival,
+// before their decode (LiveSession::ForwardOnArrival); without, after it on the ingest thread.
+void BypassAcrossModeSwitches(bool on_executor) {
   constexpr int kKeyEvery = 30, kJoin = 40, kAnon = 75, kBack = 135, kFrames = 210;
   const Source src = LoadSource(kFrames, kKeyEvery);
   ASSERT_EQ(src.packets.size(), size_t(kFrames));
@@ -341,7 +343,14 @@ TEST(LiveSession, BypassForwardsThePublishersFramesAcrossModeSwitches) {
   ASSERT_TRUE(clip.ok()) << "the leakcheck clip is missing: run scripts/make-test-media.sh";
   LiveSessionConfig cfg;
   cfg.privacy.mode = Mode::kBypass;
-  Rig rig("fw", cfg);
+  std::shared_ptr<FrameExecutor> executor;
+  if (on_executor) {
+    auto ex = FrameExecutor::Start(2);
+    ASSERT_TRUE(ex.ok()) << ex.error();
+    executor = *ex;
+    cfg.decode_on_executor = true;
+  }
+  Rig rig("fw", cfg, executor);
   ASSERT_TRUE(rig.ok());
   Viewer viewer(true), late(true);
   ASSERT_TRUE(rig.session->AddViewer("127.0.0.1", viewer.rx->port()).ok());
@@ -418,6 +427,9 @@ TEST(LiveSession, BypassForwardsThePublishersFramesAcrossModeSwitches) {
   EXPECT_EQ(viewer.rx->stats().lost, 0u) << "one continuous RTP stream across the switches";
   EXPECT_TRUE(st.forwarding);
 }
+
+TEST(LiveSession, BypassForwardsThePublishersFramesAcrossModeSwitches) { BypassAcrossModeSwitches(false); }
+TEST(LiveSession, BypassForwardsOnArrivalAcrossModeSwitchesOnTheExecutor) { BypassAcrossModeSwitches(true); }
 
 // The server's frame executor (server/frame_executor.h) runs the session's frames instead of a
 // thread of its own: one pool thread carries it at full rate, every face covered (ground truth),
@@ -588,6 +600,86 @@ TEST(LiveSession, DecodeOnTheExecutorDropsABacklogAndResumesAtAKeyframe) {
     EXPECT_GT(faces, 60);
     EXPECT_EQ(visible, 0);
     EXPECT_EQ(viewer.decode_errors, 0);
+  }
+  blocker.release = true;
+  executor->Remove(&blocker);
+}
+
+// Bypass on the executor, with the decode on it: a forwarded frame leaves on arrival, before
+// its decode, so an executor taken by other sessions' work for 3 s delays no forwarded frame.
+// The viewer receives the publisher's own bytes throughout and decodes every one; the decodes
+// that waited are dropped past 2 s, and the session's decoder resumes at the next keyframe, as
+// in the test above. Before forwarding on arrival nothing left while the executor was taken.
+TEST(LiveSession, BypassForwardsOnArrivalWhileTheExecutorIsTaken) {
+  const Source src = LoadSource(240);
+  ASSERT_EQ(src.packets.size(), 240u);
+  auto ex = FrameExecutor::Start(1);
+  ASSERT_TRUE(ex.ok()) << ex.error();
+  std::shared_ptr<FrameExecutor> executor = *ex;
+  Blocker blocker;
+  {
+    LiveSessionConfig cfg;
+    cfg.decode_on_executor = true;
+    cfg.privacy.mode = Mode::kBypass;
+    Rig rig("fw-taken", cfg, executor);
+    ASSERT_TRUE(rig.ok());
+    Viewer viewer(true);
+    ASSERT_TRUE(rig.session->AddViewer("127.0.0.1", viewer.rx->port()).ok());
+    Publish(*rig.tx, src, 0, 30);  // forwarding starts at the keyframe, frame 0
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    ASSERT_TRUE(rig.session->stats().forwarding);
+    const uint64_t decoded_before = rig.session->stats().frames_in;
+    executor->Ready(&blocker, 0);
+    for (int i = 0; i < 400 && !blocker.running; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    ASSERT_TRUE(blocker.running);
+    Publish(*rig.tx, src, 30, 120);  // 3 s with the executor taken
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    const LiveSessionStats blocked = rig.session->stats();
+    int while_taken = 0, identical = 0;
+    {
+      std::lock_guard lk(viewer.mu);
+      for (const auto& [ts, bytes] : viewer.received) {
+        const int i = int(ts / 3000);
+        if (i < 30 || i >= 120) continue;
+        ++while_taken;
+        identical += bytes == src.packets[size_t(i)].data;
+      }
+    }
+    blocker.release = true;
+    Publish(*rig.tx, src, 120, 240);
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    const LiveSessionStats after = rig.session->stats();
+    int received = 0, decoded = 0, errors = 0;
+    {
+      std::lock_guard lk(viewer.mu);
+      received = int(viewer.received.size());
+      decoded = int(viewer.frames.size());
+      errors = viewer.decode_errors;
+    }
+    std::printf("forwarding with the executor taken: %d of 90 frames out while taken (%d identical), decoded "
+                "%llu -> %llu meanwhile; after: in %llu, forwarded %llu, stale %llu, decodes given up %llu; "
+                "viewer %d received, %d decoded, %d errors\n",
+                while_taken, identical, (unsigned long long)decoded_before, (unsigned long long)blocked.frames_in,
+                (unsigned long long)after.frames_in, (unsigned long long)after.frames_forwarded,
+                (unsigned long long)after.stale_drops, (unsigned long long)after.decodes_given_up, received, decoded,
+                errors);
+    EXPECT_EQ(blocked.frames_in, decoded_before) << "frames were decoded while the executor was taken";
+    // The 90 decodes that waited are given up (60 past 2 s, the rest until the keyframe at 120),
+    // and counted so; none of those frames is a stale drop: the viewer had every one.
+    EXPECT_GE(after.decodes_given_up, 60u);
+    EXPECT_LE(after.decodes_given_up, 90u);
+    EXPECT_EQ(after.stale_drops, 0u);
+    EXPECT_EQ(identical, while_taken) << "a frame out while the executor was taken is not the publisher's";
+#if !defined(VEIL_SANITIZED_BUILD)
+    EXPECT_GE(while_taken, 85) << "forwarded frames waited for the executor";
+    EXPECT_GE(received, 228);
+#endif
+    EXPECT_GT(while_taken, 45);
+    EXPECT_EQ(errors, 0) << "the viewer's decoder saw a broken reference chain";
+    EXPECT_EQ(decoded, received);
+    EXPECT_TRUE(after.forwarding);
+    EXPECT_EQ(rig.session->error(), "");
+    EXPECT_EQ(viewer.rx->stats().lost, 0u);
   }
   blocker.release = true;
   executor->Remove(&blocker);

@@ -64,6 +64,7 @@ StageWindow Window(bool b_still_there) {
   // In the window: a 600 frames (300 <= 10 ms, 300 in 10-20 ms, 9 s), 610 in, 10 stale, 5
   // fail-closed, shed level 2; b 560 frames (all 20-40 ms, 16.8 s), 600 in, 40 stale, level 4.
   w.m1[kNode] = ParsePromText(Series("a", 350, 700, 700, 700, 10.5, 720, 700, 10, 5, 2) +
+                              "veil_session_decodes_given_up_total{session=\"a\"} 29\n" +
                               (b_still_there ? Series("b", 0, 0, 660, 660, 19.8, 700, 660, 40, 0, 4) : "") + x1 +
                               "veil_process_cpu_seconds_total 130\n");
   w.v0 = {Viewer(1000, 0), Viewer(1000, 0)};
@@ -92,6 +93,7 @@ TEST(StageFigures, TheWindowsDeltasOfTheStagesOwnSessionsByHand) {
   EXPECT_NEAR(res.proc_p99_ms, 20 + 20 * 548.4 / 560, 1e-9);
   EXPECT_NEAR(res.stale_pct, 100.0 * 50 / 1210, 1e-9);
   EXPECT_DOUBLE_EQ(res.fail_closed, 5);
+  EXPECT_NEAR(res.decodes_given_up_pct, 100.0 * 29 / 1160, 1e-9);  // of the 1160 frames a and b sent
   EXPECT_DOUBLE_EQ(res.shed_level_mean, 3);
   EXPECT_DOUBLE_EQ(res.shed_level_max, 4);
   // 2 lost of 1998 + 2000 delivered and 2 lost.
