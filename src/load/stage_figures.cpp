@@ -142,6 +142,13 @@ void FillStageFigures(const LoadOptions& o, const LoadSessions& sessions, const 
     res.verdict = res.fps_worst <= o.pass_fps
                       ? fmt::format("worst session received {:.1f} fps (pass: > {:.0f})", res.fps_worst, o.pass_fps)
                       : fmt::format("p99 processing latency {:.1f} ms (pass: < {:.1f})", res.proc_p99_ms, o.pass_p99_ms);
+  // Forwarded frames whose decodes the node gave up (seconds behind): the viewers had them, but
+  // a switch to anonymize would have waited for a keyframe. The node did not carry the load.
+  if (res.passed && res.decodes_given_up_pct > 0) {
+    res.passed = false;
+    res.verdict = fmt::format("the node gave up {:.2f}% of the forwarded frames' decodes (pass: none)",
+                              res.decodes_given_up_pct);
+  }
   if (!res.ended.empty()) {  // whatever the figures: a session the server ended is a failed stage
     res.passed = false;
     res.verdict = fmt::format("the server ended {} session(s) mid-stage: {}: {}", res.ended.size(),
