@@ -98,6 +98,13 @@ void Publish(RtpSender& tx, const Source& s, int from, int to) {
   }
 }
 
+// A frame executor of `threads` threads, standing in for the server's (null: it did not start).
+std::shared_ptr<FrameExecutor> StartExecutor(int threads) {
+  auto ex = FrameExecutor::Start(threads);
+  EXPECT_TRUE(ex.ok()) << ex.error();
+  return ex.ok() ? *ex : nullptr;
+}
+
 // Real YuNet through the shared scheduler, one live session on it, and a publisher's sender
 // aimed at its ingest port. The session ends before the scheduler shuts down.
 struct Rig {
@@ -345,9 +352,8 @@ void BypassAcrossModeSwitches(bool on_executor) {
   cfg.privacy.mode = Mode::kBypass;
   std::shared_ptr<FrameExecutor> executor;
   if (on_executor) {
-    auto ex = FrameExecutor::Start(2);
-    ASSERT_TRUE(ex.ok()) << ex.error();
-    executor = *ex;
+    executor = StartExecutor(2);
+    ASSERT_TRUE(executor);
     cfg.decode_on_executor = true;
   }
   Rig rig("fw", cfg, executor);
@@ -439,9 +445,8 @@ void RunOnTheExecutor(bool decode_on_executor) {
   ASSERT_EQ(src.packets.size(), 240u);
   const test::GroundTruthClip& clip = Truth();
   ASSERT_TRUE(clip.ok()) << "the leakcheck clip is missing: run scripts/make-test-media.sh";
-  auto ex = FrameExecutor::Start(1);
-  ASSERT_TRUE(ex.ok()) << ex.error();
-  std::shared_ptr<FrameExecutor> executor = *ex;
+  std::shared_ptr<FrameExecutor> executor = StartExecutor(1);
+  ASSERT_TRUE(executor);
   LiveSessionStats st;
   {
     LiveSessionConfig cfg;
@@ -555,9 +560,8 @@ TEST(LiveSession, DecodeOnTheExecutorDropsABacklogAndResumesAtAKeyframe) {
   ASSERT_EQ(src.packets.size(), 240u);
   const test::GroundTruthClip& clip = Truth();
   ASSERT_TRUE(clip.ok()) << "the leakcheck clip is missing: run scripts/make-test-media.sh";
-  auto ex = FrameExecutor::Start(1);
-  ASSERT_TRUE(ex.ok()) << ex.error();
-  std::shared_ptr<FrameExecutor> executor = *ex;
+  std::shared_ptr<FrameExecutor> executor = StartExecutor(1);
+  ASSERT_TRUE(executor);
   Blocker blocker;
   {
     LiveSessionConfig cfg;
@@ -613,9 +617,8 @@ TEST(LiveSession, DecodeOnTheExecutorDropsABacklogAndResumesAtAKeyframe) {
 TEST(LiveSession, BypassForwardsOnArrivalWhileTheExecutorIsTaken) {
   const Source src = LoadSource(240);
   ASSERT_EQ(src.packets.size(), 240u);
-  auto ex = FrameExecutor::Start(1);
-  ASSERT_TRUE(ex.ok()) << ex.error();
-  std::shared_ptr<FrameExecutor> executor = *ex;
+  std::shared_ptr<FrameExecutor> executor = StartExecutor(1);
+  ASSERT_TRUE(executor);
   Blocker blocker;
   {
     LiveSessionConfig cfg;
