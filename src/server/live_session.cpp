@@ -184,7 +184,7 @@ void LiveSession::HandOver(EncodedFrame&& f, uint32_t rtp_ts) {
   // receiving thread is the only one that hands over, so no frame can come between the check
   // and the send).
   bool none_undecided = false;
-  {
+  if (forwarding_now_.load()) {  // else nothing to check: the frame is not forwarded on arrival
     MutexLock lk(pending_mu_);
     none_undecided = undecided_ == 0;
   }
