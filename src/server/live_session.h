@@ -283,6 +283,8 @@ class LiveSession {
   // its decode (which then only keeps the picture and checks the stream): a forwarded frame
   // never waits for the executor. Returns its output number, 0: not sent (the decode decides).
   uint64_t ForwardOnArrival(const EncodedFrame& f, uint32_t rtp_ts, uint64_t seq, double arrival_ms);
+  // Counts a frame forwarded (either way) and settles the keyframe wishes it answers.
+  void Forwarded(bool keyframe);
   // Keeps a sent frame's picture for snapshots (output number seq) and counts a size change.
   void KeepOutput(FramePtr frame, uint64_t seq, Mode mode, bool fail_closed);
   // Sends a frame's compressed form and keeps its picture for snapshots. rep: the privacy

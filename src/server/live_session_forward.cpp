@@ -35,19 +35,23 @@ bool LiveSession::MaybeForward(const EncodedFrame& in, Decoded& item) {
     AskPublisherForKeyframe();
     return false;
   }
-  if (in.keyframe) {
+  if (!Emit(item, &in, 1, NowMs(), nullptr)) {
+    forwarding_ = forwarding_now_ = false;  // the mode changed since: the privacy stage takes it
+    return false;
+  }
+  Forwarded(in.keyframe);
+  return true;
+}
+
+void LiveSession::Forwarded(bool keyframe) {
+  ++forwarded_;
+  m_forwarded_->Inc();
+  if (keyframe) {
     bridge_wanted_ = false;  // this one serves every viewer
     want_keyframe_ = false;
   } else if (want_keyframe_.load()) {
     AskPublisherForKeyframe();  // a viewer lost frames: it waits for the publisher's next keyframe
   }
-  if (!Emit(item, &in, 1, NowMs(), nullptr)) {
-    forwarding_ = forwarding_now_ = false;  // the mode changed since: the privacy stage takes it
-    return false;
-  }
-  ++forwarded_;
-  m_forwarded_->Inc();
-  return true;
 }
 
 uint64_t LiveSession::ForwardOnArrival(const EncodedFrame& f, uint32_t rtp_ts, uint64_t seq, double arrival_ms) {
@@ -67,14 +71,7 @@ uint64_t LiveSession::ForwardOnArrival(const EncodedFrame& f, uint32_t rtp_ts, u
     out_seq = ++frames_out_;
   }
   m_out_->Inc();
-  ++forwarded_;
-  m_forwarded_->Inc();
-  if (f.keyframe) {
-    bridge_wanted_ = false;  // this one serves every viewer
-    want_keyframe_ = false;
-  } else if (want_keyframe_.load()) {
-    AskPublisherForKeyframe();  // a viewer lost frames: it waits for the publisher's next keyframe
-  }
+  Forwarded(f.keyframe);
   return out_seq;
 }
 
