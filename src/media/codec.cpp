@@ -63,10 +63,10 @@ class FfmpegEncoder final : public VideoEncoder {
       if (Status s = Flush(out); !s) return s;
       if (Status s = OpenAt(want_); !s) return s;
     }
-    WrapFrame(f, frame_);
+    if (Status s = input_.Fill(f, frame_); !s) return s;
     frame_->pict_type = force_keyframe ? AV_PICTURE_TYPE_I : AV_PICTURE_TYPE_NONE;
     const int err = avcodec_send_frame(ctx_, frame_);
-    for (auto*& d : frame_->data) d = nullptr;
+    av_frame_unref(frame_);
     if (err < 0) return Status::Error("encoder rejected frame: " + AvError(err));
     return Drain(out);
   }
@@ -108,6 +108,7 @@ class FfmpegEncoder final : public VideoEncoder {
   const VideoInfo vi_;
   const EncoderOptions o_;
   const std::vector<std::string> ladder_;
+  EncoderInput input_;
   int want_ = 0;
   int since_key_ = -1;  // frames since the last keyframe out; -1: none yet
   AVCodecContext* ctx_ = nullptr;

@@ -70,16 +70,36 @@ FramePtr ToPooledFrame(const AVFrame* a, FramePool& pool, SwsContext** sws) {
   return f;
 }
 
-void WrapFrame(const Frame& f, AVFrame* a) {
+EncoderInput::~EncoderInput() { av_buffer_pool_uninit(&pool_); }
+
+Status EncoderInput::Fill(const Frame& f, AVFrame* a) {
+  const Plane* pl[3] = {&f.y, &f.u, &f.v};
+  if (!pool_ || f.width != width_ || f.height != height_) {
+    av_buffer_pool_uninit(&pool_);  // buffers still out are freed when they come back
+    size_t size = 0;
+    for (int i = 0; i < 3; ++i) {
+      stride_[i] = (pl[i]->width + 63) & ~63;
+      offset_[i] = size;
+      size += size_t(stride_[i]) * size_t(pl[i]->height);
+    }
+    pool_ = av_buffer_pool_init(size + 64, nullptr);
+    if (!pool_) return Status::Error("out of memory");
+    width_ = f.width;
+    height_ = f.height;
+  }
+  a->buf[0] = av_buffer_pool_get(pool_);
+  if (!a->buf[0]) return Status::Error("out of memory");
   a->format = AV_PIX_FMT_YUV420P;
   a->width = f.width;
   a->height = f.height;
-  const Plane* pl[3] = {&f.y, &f.u, &f.v};
-  for (int i = 0; i < 3; ++i) {
-    a->data[i] = pl[i]->data;
-    a->linesize[i] = pl[i]->stride;
-  }
   a->pts = f.pts;
+  for (int i = 0; i < 3; ++i) {
+    a->data[i] = a->buf[0]->data + offset_[i];
+    a->linesize[i] = stride_[i];
+    for (int y = 0; y < pl[i]->height; ++y)
+      std::memcpy(a->data[i] + ptrdiff_t(y) * stride_[i], pl[i]->row(y), size_t(pl[i]->width));
+  }
+  return Status::Ok();
 }
 
 }  // namespace veil

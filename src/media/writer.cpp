@@ -19,6 +19,7 @@ struct MediaWriter::Impl {
   AVCodecContext* enc = nullptr;
   AVStream* vst = nullptr;
   AVFrame* frame = nullptr;
+  EncoderInput input;
   AVPacket* pkt = nullptr;
   std::map<int, std::pair<AVStream*, AVRational>> audio;  // source index -> (out stream, source tb)
   bool header_written = false;
@@ -121,10 +122,10 @@ Status MediaWriter::WriteFrame(const Frame& f) {
   Impl& m = *impl_;
   if (f.width != m.enc->width || f.height != m.enc->height) return Status::Error("frame size differs from stream");
   AVFrame* a = m.frame;
-  WrapFrame(f, a);
-  // Non-refcounted frame: the encoder copies what it keeps, so `f` may be reused at once.
+  // A pooled copy: the encoder keeps a reference, so `f` may be reused at once.
+  if (Status s = m.input.Fill(f, a); !s) return s;
   const int err = avcodec_send_frame(m.enc, a);
-  for (int i = 0; i < 3; ++i) a->data[i] = nullptr;
+  av_frame_unref(a);
   if (err < 0) return Status::Error("encoder rejected frame: " + AvError(err));
   return Drain(false);
 }
