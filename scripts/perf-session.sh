@@ -6,14 +6,19 @@
 #      `perf record -F 999 -g` of the server process for PERF_S seconds in the middle of the stage;
 #   3. the server's samples by library (`perf report --pid`), and its CPU per frame from veil load.
 # Out: out/perf-session/ (bench.json, load/, perf.data, dso.txt). Needs linux-perf.
-# Env: MODE (anonymize), STAGE_SECONDS (30), PERF_S (12), BUILD_DIR (build).
+# Env: SERVE_ARGS (more `veil serve` flags), MODE (anonymize), STAGE_SECONDS (30), PERF_S (12), BUILD_DIR (build), INPUT (the clip:
+# $media/sample_720p30.ivf; $media/sample_720p30_h264.mkv for H.264: the session then re-encodes
+# H.264, and so does the standalone transcode).
 source "$(dirname "$0")/serve-lib.sh"
 out=out/perf-session
 mode=${MODE:-anonymize}
 mkdir -p "$out"
-input=$media/sample_720p30.ivf
-"$veil" bench "$input" --repeat 1 --json > "$out/bench.json"
-veil_serve "$out/serve" -- --set server.max_sessions=4
+input=${INPUT:-$media/sample_720p30.ivf}
+codec=vp8
+case "$input" in *.mkv | *.mp4) codec=h264 ;; esac  # a session re-encodes in its publisher's codec
+"$veil" bench "$input" --codec "$codec" --repeat 1 --json > "$out/bench.json"
+# shellcheck disable=SC2086
+veil_serve "$out/serve" -- --set server.max_sessions=4 ${SERVE_ARGS:-}  # e.g. "--set server.shed=false": the configured speed throughout
 trap 'kill $server 2>/dev/null || true' EXIT
 "$veil" load --server "$url" -i "$input" --stages 1 --stage-seconds "${STAGE_SECONDS:-30}" --warmup 5 \
   --mode "$mode" --out "$out/load" > "$out/load.log" 2>&1 &

@@ -78,7 +78,9 @@ const installCellDetail = () => { window.__cellDetail = () => {
 const cellDetail = () => window.__cellDetail();
 
 // In the watch page: records every displayed frame as [wall-clock ms, whole-frame mosaic?] (the last
-// 600) so that a switch can be told from a short fail-closed run (a scene cut) around it.
+// 600) so that a switch can be told from a short fail-closed run (a scene cut) around it. Wall
+// clock (Date.now) in both pages: each page's performance.timeOrigin is the wall clock at its own
+// start, so two pages opened minutes apart on a VM whose clock is slewed disagree by the slew.
 const watchForMosaic = () => {
   const detail = window.__cellDetail;
   const frames = (window.__frames = []);
@@ -86,7 +88,7 @@ const watchForMosaic = () => {
   const v = document.getElementById("player");
   const step = () => {
     if (window.__stopFrames) return;
-    frames.push([performance.timeOrigin + performance.now(), detail() < 1]);
+    frames.push([Date.now(), detail() < 1]);
     if (frames.length > 600) frames.shift();
     v.requestVideoFrameCallback(step);
   };
@@ -298,7 +300,7 @@ async function main() {
   const clickMs = Date.now() - tClick;
   const requestAt = await waitFor(op, () => {
     const e = performance.getEntriesByType("resource").filter(r => r.name.endsWith("/privacy")).pop();
-    return e ? performance.timeOrigin + e.startTime : 0;
+    return e ? Date.now() - (performance.now() - e.startTime) : 0;  // its start on the wall clock now
   }, "the page's PUT", 5000);
   let mosaicAt = 0;
   for (const t0 = Date.now(); !mosaicAt && Date.now() - t0 < 5000; await sleep(200))
