@@ -139,7 +139,7 @@ Result<TranscodeTiming> MeasureTranscode(VideoCodec codec, const EncoderOptions&
 
 double PriorRatio(Mode mode, bool bypass_forward) {
   switch (mode) {
-    case Mode::kBypass: return bypass_forward ? 0.4 : 1.6;
+    case Mode::kBypass: return bypass_forward ? 0.3 : 1.6;
     case Mode::kFullBlur: return 1.3;
     case Mode::kAnonymize: return 1.5;
   }

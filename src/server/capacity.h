@@ -216,7 +216,7 @@ class CostLearner {
 
 // The prior ratio of a session's CPU per frame to a standalone transcode
 // before anything was learned (measured on this repo's 720p clip: bypass
-// 1.3x re-encoding, 0.4x forwarding, anonymize about 2x; docs/figures.md "Capacity").
+// 1.3x re-encoding, 0.3x forwarding, anonymize about 2x; docs/figures.md "Capacity").
 double PriorRatio(Mode mode, bool bypass_forward = true);
 
 }  // namespace veil

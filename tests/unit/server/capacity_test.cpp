@@ -39,7 +39,7 @@ TEST(Capacity, CostScalesWithPixelsAndFrameRateFromThePrior) {
   // A session measured below the assumed rate is still counted at it (a publisher may speed up).
   EXPECT_NEAR(m.CostMsPerS(Session(Mode::kAnonymize, 1280, 720, 12)), 450, 1e-9);
   // Bypass forwards (a decode, no encode) unless the node re-encodes it.
-  EXPECT_NEAR(m.CostMsPerS(Session(Mode::kBypass)), 0.4 * 10 * 30, 1e-9);
+  EXPECT_NEAR(m.CostMsPerS(Session(Mode::kBypass)), 0.3 * 10 * 30, 1e-9);
   CapacityOptions reencode = TwoCores();
   reencode.bypass_forward = false;
   EXPECT_NEAR(CapacityModel(reencode, {{VideoCodec::kVp8, 10.0}}).CostMsPerS(Session(Mode::kBypass)), 1.6 * 10 * 30, 1e-9);
@@ -55,7 +55,7 @@ TEST(Capacity, LearnsTheRatioFromMeasuredCpuPerFrame) {
   // Early samples average; the other modes and codecs keep their priors.
   m.Learn(Session(Mode::kAnonymize, 1280, 720), 30.0);  // 3.0x
   EXPECT_NEAR(m.Ratio(VideoCodec::kVp8, Mode::kAnonymize), 2.5, 1e-9);
-  EXPECT_NEAR(m.Ratio(VideoCodec::kVp8, Mode::kBypass), 0.4, 1e-9);
+  EXPECT_NEAR(m.Ratio(VideoCodec::kVp8, Mode::kBypass), 0.3, 1e-9);
   EXPECT_NEAR(m.Ratio(VideoCodec::kH264, Mode::kAnonymize), 1.5, 1e-9);
   // After many samples it follows a changed cost, a tenth of the way per sample.
   for (int i = 0; i < 200; ++i) m.Learn(Session(Mode::kAnonymize, 1280, 720), 15.0);
@@ -88,9 +88,9 @@ TEST(Capacity, AnIntervalAboveFourFifthsOfTheCoresIsSaturated) {
 TEST(Capacity, SessionsThatFitAndTheLimit) {
   CapacityModel m(TwoCores(), {{VideoCodec::kVp8, 10.0}});
   EXPECT_NEAR(m.BudgetMsPerS(), 1000, 1e-9);
-  // 1000 / 450 -> 2; bypass (forwarded) 1000 / 120 -> 8.
+  // 1000 / 450 -> 2; bypass (forwarded) 1000 / 90 -> 11.
   EXPECT_EQ(m.CapacitySessions(VideoCodec::kVp8, Mode::kAnonymize), 2);
-  EXPECT_EQ(m.CapacitySessions(VideoCodec::kVp8, Mode::kBypass), 8);
+  EXPECT_EQ(m.CapacitySessions(VideoCodec::kVp8, Mode::kBypass), 11);
   // Learned at 8.33 ms/frame (250 ms/s at 30 fps): exactly 4 fit in 1000 ms/s, and they count.
   for (int i = 0; i < 5; ++i) m.Learn(Session(Mode::kAnonymize, 1280, 720), 250.0 / 30);
   EXPECT_EQ(m.CapacitySessions(VideoCodec::kVp8, Mode::kAnonymize), 4);
@@ -342,10 +342,10 @@ TEST(Capacity, PlansTheEncoderAtTheAdmitStepOnceThatStepWasMeasured) {
   EXPECT_NEAR(m.PlannedMsPerFrame(Session(Mode::kAnonymize)), 11, 1e-9);
   EXPECT_NEAR(m.PlannedMsPerFrame(Session(Mode::kFullBlur)), 1.3 * 10 - 4, 1e-9);
   // A forwarding bypass session runs no encoder.
-  EXPECT_NEAR(m.PlannedMsPerFrame(Session(Mode::kBypass)), 0.4 * 10, 1e-9);
+  EXPECT_NEAR(m.PlannedMsPerFrame(Session(Mode::kBypass)), 0.3 * 10, 1e-9);
   // Capacity counts the planned cost: 1000 ms/s / (11 x 30) = 3.03 -> 3; at step 0, 15 x 30 -> 2.
   EXPECT_EQ(m.CapacitySessions(VideoCodec::kVp8, Mode::kAnonymize), 3);
-  EXPECT_EQ(m.CapacitySessions(VideoCodec::kVp8, Mode::kBypass), 8);
+  EXPECT_EQ(m.CapacitySessions(VideoCodec::kVp8, Mode::kBypass), 11);
   // server.admit_speed_step 0 plans nothing away.
   o.plan_speed_step = 0;
   CapacityModel at0(o, {{VideoCodec::kVp8, 10.0}}, {{VideoCodec::kVp8, 7.0}});
