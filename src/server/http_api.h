@@ -20,6 +20,7 @@
 #include "core/status.h"
 #include "http/router.h"
 #include "http/server.h"
+#include "server/session_json.h"
 #include "server/session_manager.h"
 #include "server/webrtc_api.h"
 
@@ -51,9 +52,5 @@ class HttpApi {
   std::atomic<ClusterRegistry*> cluster_{nullptr};
   int port_ = 0;
 };
-
-// JSON views shared with the CLI (demo) and tests.
-nlohmann::json SessionJson(const SessionInfo& s, bool with_stats);
-nlohmann::json StatsJson(const SessionInfo& s);
 
 }  // namespace veil
