@@ -311,23 +311,37 @@ TEST(Server, AdmitsByMeasuredCapacity) {
             std::string::npos)
       << why;
   EXPECT_EQ(over.headers.count("Retry-After"), 1u);
-  // An H.264 session (a larger transcode) is refused in its own kind's numbers.
+  // H.264 sessions are costed in their own kind's numbers: those that fit in what the VP8 ones
+  // left are admitted (an H.264 transcode may time dearer or cheaper than VP8's: alike since
+  // x264's input frames are pooled), and the next is refused, naming its kind.
+  double h264_per = 0;  // CPU ms/s of one planned H.264 720p30 session
+  for (const json& k : cap["costs"])
+    if (k["codec"] == "h264" && k["mode"] == "anonymize") h264_per = k["planned_cpu_ms_per_720p_frame"].get<double>() * 30;
+  ASSERT_GT(h264_per, 0) << cap.dump();
+  const int h264_fit = int(std::floor((budget + 1e-6 - n * per) / h264_per));
+  std::printf("capacity on 1 core: %d vp8 sessions at %.0f ms/s, then %d h264 at %.0f ms/s of %.0f\n", n, per, h264_fit,
+              h264_per, budget);
+  for (int i = 0; i < h264_fit; ++i) {
+    Reply r = server.Call("POST", "/v1/sessions", R"({"id":"h264-)" + std::to_string(i) + R"(","codec":"h264"})");
+    EXPECT_EQ(r.status, 201) << r.text;
+  }
   Reply over_h264 = server.Call("POST", "/v1/sessions", R"({"id":"over-h264","codec":"h264"})");
   EXPECT_EQ(over_h264.status, 503) << over_h264.text;
   const std::string why_h264 = over_h264.body.value("error", "");
-  EXPECT_NE(why_h264.find(" anonymized h264 720p30 sessions on 1 cores, " + std::to_string(n) + " running"),
+  EXPECT_NE(why_h264.find(" anonymized h264 720p30 sessions on 1 cores, " + std::to_string(n + h264_fit) + " running"),
             std::string::npos)
       << why_h264;
   EXPECT_NE(why_h264.find("a h264 anonymize session needs"), std::string::npos) << why_h264;
   ready = server.Call("GET", "/readyz");
   EXPECT_EQ(ready.status, 503);
-  EXPECT_NEAR(ready.body["headroom"].get<double>(), std::max(0.0, 1 - n * per / budget), 1e-6);
+  EXPECT_NEAR(ready.body["headroom"].get<double>(), std::max(0.0, 1 - (n * per + h264_fit * h264_per) / budget), 1e-6);
   EXPECT_NE(ready.body["reason"].get<std::string>().find("at capacity"), std::string::npos);
   const std::string metrics = server.Call("GET", "/metrics").text;
   EXPECT_NE(metrics.find("veil_capacity_sessions " + std::to_string(n) + "\n"), std::string::npos) << metrics;
   EXPECT_NE(metrics.find("veil_sessions_rejected_total 2\n"), std::string::npos);
-  // One leaves: there is room again.
+  // One leaves (and the H.264 ones): there is room again.
   EXPECT_EQ(server.Call("DELETE", "/v1/sessions/c0").status, 204);
+  for (int i = 0; i < h264_fit; ++i) EXPECT_EQ(server.Call("DELETE", "/v1/sessions/h264-" + std::to_string(i)).status, 204);
   EXPECT_EQ(server.Call("GET", "/readyz").status, 200);
   EXPECT_EQ(server.Call("POST", "/v1/sessions", R"({"id":"over"})").status, 201);
   EXPECT_EQ(server.Stop(), 0);
