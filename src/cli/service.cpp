@@ -20,7 +20,7 @@ void PrepareService(sigset_t* stop_signals) {
   // idle RSS rose from 275 to 477 MB over 9 soak cycles, against 118 -> 124 MB with this
   // (scripts/soak.py; docs/figures.md "Soak and churn"). Its price: a block allocated per frame
   // is a fresh mapping whose pages fault in, so such blocks are pooled (FramePool, the detection
-  // copies, media/ffmpeg_codec.h EncoderInput; docs/figures.md "x264's input frames").
+  // copies, media/ffmpeg_codec.h EncoderInput; docs/figures.md "x264's input frames from a pool").
   mallopt(M_MMAP_THRESHOLD, 256 * 1024);
   spdlog::set_default_logger(spdlog::stderr_color_mt("veil"));
   spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");

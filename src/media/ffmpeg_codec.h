@@ -28,7 +28,7 @@ FramePtr ToPooledFrame(const AVFrame* a, FramePool& pool, SwsContext** sws);
 // own. A frame that only points at our planes (no buffer) is copied by FFmpeg into a buffer
 // allocated for that frame alone (av_frame_ref): with `veil serve`'s fixed mmap threshold
 // (cli/service.cpp) a fresh 1.4 MB mapping per 720p frame, every page faulted in on every frame,
-// and x264's encode took 1.4x as long (docs/figures.md "The encoder's input frames").
+// and x264's encode took 1.4x as long (docs/figures.md "x264's input frames from a pool").
 class EncoderInput {
  public:
   EncoderInput() = default;
