@@ -153,11 +153,24 @@ CapacityModel::CapacityModel(const CapacityOptions& o, std::map<VideoCodec, doub
       encode_ms_(std::move(encode_ms)),
       plan_encode_ratio_(std::move(plan_encode_ratio)) {}
 
+double CapacityModel::SessionsPlanEncodeRatio(VideoCodec codec) const {
+  if (o_.plan_speed_step <= 0) return 1;
+  const int step = std::min(o_.plan_speed_step, VideoEncoder::kMaxSpeedSteps - 1);
+  MutexLock lk(mu_);
+  auto at0 = encode_.find({codec, 0}), at = encode_.find({codec, step});
+  if (at0 == encode_.end() || at == encode_.end() || at0->second.samples < kMinPlanSamples ||
+      at->second.samples < kMinPlanSamples || !(at0->second.value > 0))
+    return -1;
+  return at->second.value / at0->second.value;
+}
+
 double CapacityModel::PlanEncodeRatio(VideoCodec codec) const {
   if (o_.plan_speed_step <= 0) return 1;
   auto p = plan_encode_ratio_.find(codec);
-  if (p == plan_encode_ratio_.end() || !(p->second > 0)) return -1;
-  return std::min(1.0, p->second);  // a faster step is never planned dearer
+  double r = p == plan_encode_ratio_.end() || !(p->second > 0) ? -1 : p->second;
+  // Each figure is biased toward saving too little (capacity.h): the smaller ratio is the nearer.
+  if (const double s = SessionsPlanEncodeRatio(codec); s > 0 && (r < 0 || s < r)) r = s;
+  return r < 0 ? -1 : std::min(1.0, r);  // a faster step is never planned dearer
 }
 
 double CapacityModel::TranscodeMs(VideoCodec codec) const {
@@ -212,9 +225,8 @@ int CapacityModel::EncodeSamples(VideoCodec codec, int step) const {
 double CapacityModel::PlanSavingMs(VideoCodec codec, Mode mode) const {
   // A forwarding bypass session runs no encoder; step 0 plans nothing away.
   if ((mode == Mode::kBypass && o_.bypass_forward) || o_.plan_speed_step <= 0) return 0;
-  // The standalone pair's ratio applied to what step 0's encodes cost in the sessions: the
-  // sessions' own figure at the plan step is measured on harder pictures (they shed speed when
-  // frames are dear, after cuts), so it is reported, not planned with.
+  // The plan step's share of an encode (PlanEncodeRatio) applied to what step 0's encodes cost
+  // in the sessions.
   if (const double r = PlanEncodeRatio(codec); r >= 0) return EncodeMs(codec, 0) * (1 - r);
   const double planned = EncodeMs(codec, std::min(o_.plan_speed_step, VideoEncoder::kMaxSpeedSteps - 1));
   if (planned < 0) return 0;  // that step not measured yet: the configured speed's cost
