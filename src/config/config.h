@@ -50,7 +50,7 @@ struct ServerSettings {
   double admit_p99_ms = 30;
   // Admission (max_sessions = auto) plans each re-encoding session with its encoder at this speed
   // step of its ladder (0: the configured speed), at the cost its sessions measured there.
-  int admit_speed_step = 1;
+  int admit_speed_step = 2;
   // Bypass sessions forward the publisher's frames instead of re-encoding them (server/live_session.h).
   bool bypass_forward = true;
   // Load shedding (server/speed_control.h): encoder speed, the trimmed detection window,

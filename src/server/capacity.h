@@ -69,7 +69,7 @@ struct CapacityOptions {
   int width = 1280, height = 720;  // a session's assumed size until its first frame
   bool bypass_forward = true;      // bypass sessions forward (decode only) rather than re-encode
   // Admission plans a re-encoding session's encoder at this speed step (0: the configured speed).
-  int plan_speed_step = 1;
+  int plan_speed_step = 2;
 };
 
 

@@ -269,10 +269,10 @@ TEST(Server, AdmitsByMeasuredCapacity) {
   EXPECT_GT(transcode, 0.5);
   EXPECT_NEAR(cap["limit_sessions"].get<double>(), (1000.0 / 30) / transcode, 1e-6);
   EXPECT_EQ(cap["cost_saturated_seconds"].get<int>(), 0);  // an idle node has skipped nothing
-  // Admission plans the encoder one speed step faster (server.admit_speed_step). No session has
+  // Admission plans the encoder two speed steps faster (server.admit_speed_step). No session has
   // run yet: step 0's encode is the standalone transcode's encode (a part of it), and the step
-  // saves the share of it that a second encoder at step 1 saved on the same pictures at startup.
-  EXPECT_EQ(cap["admit_speed_step"], 1);
+  // saves the share of it that a second encoder at step 2 saved on the same pictures at startup.
+  EXPECT_EQ(cap["admit_speed_step"], 2);
   for (const char* codec : {"vp8", "h264"}) {
     ASSERT_EQ(cap["encode_ms_by_step"][codec].size(), 1u) << cap.dump();
     const json enc0 = cap["encode_ms_by_step"][codec][0];

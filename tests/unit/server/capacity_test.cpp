@@ -440,7 +440,9 @@ TEST(Capacity, PlansWithTheSessionsOwnStepShareWhenItSavesMore) {
 
 TEST(CostLearner, ASessionSheddingEncoderSpeedAloneIsLearnedAtStepZerosEncodeCost) {
   // Transcode 10 ms, its encode 7: the session's encodes at step 0 are costed 7 ms until measured.
-  CapacityModel m(TwoCores(), {{VideoCodec::kVp8, 10.0}}, {{VideoCodec::kVp8, 7.0}});
+  CapacityOptions o = TwoCores();
+  o.plan_speed_step = 1;
+  CapacityModel m(o, {{VideoCodec::kVp8, 10.0}}, {{VideoCodec::kVp8, 7.0}});
   CostLearner l;
   Reading a;
   a.r.encoder_steps = 4;
@@ -453,7 +455,7 @@ TEST(CostLearner, ASessionSheddingEncoderSpeedAloneIsLearnedAtStepZerosEncodeCos
   EXPECT_NEAR(m.EncodeMs(VideoCodec::kVp8, 1), 4.0, 1e-9);
   EXPECT_EQ(m.EncodeSamples(VideoCodec::kVp8, 1), 1);
   EXPECT_EQ(m.EncodeSamples(VideoCodec::kVp8, 0), 0);
-  // Planned at step 1 (the default): 18 - (7 - 4) = 15 ms a frame.
+  // Planned at step 1: 18 - (7 - 4) = 15 ms a frame.
   EXPECT_NEAR(m.PlannedMsPerFrame(Session(Mode::kAnonymize)), 15, 1e-9);
   // Half its frames at step 0 (8 ms encodes: learned) and half at step 2 (3 ms), 12 ms a frame
   // in all: its step-2 encodes count at step 0's 8 ms, 14.5 ms a frame at step 0.
