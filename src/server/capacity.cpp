@@ -146,12 +146,24 @@ double PriorRatio(Mode mode, bool bypass_forward) {
   return 1.5;
 }
 
+double PriorPlanEncodeRatio(VideoCodec codec, int step, bool default_ladder) {
+  if (!default_ladder || step < 0) return -1;
+  if (step == 0) return 1;
+  static constexpr double kVp8[] = {0.88, 0.79, 0.69};  // cpu-used -10, -12, -14
+  static constexpr double kH264[] = {0.63, 0.42};       // superfast, ultrafast
+  const double* ladder = codec == VideoCodec::kH264 ? kH264 : kVp8;
+  const int n = codec == VideoCodec::kH264 ? 2 : 3;
+  return step <= n ? ladder[step - 1] : -1;
+}
+
 CapacityModel::CapacityModel(const CapacityOptions& o, std::map<VideoCodec, double> transcode_ms,
-                             std::map<VideoCodec, double> encode_ms, std::map<VideoCodec, double> plan_encode_ratio)
+                             std::map<VideoCodec, double> encode_ms, std::map<VideoCodec, double> plan_encode_ratio,
+                             std::map<VideoCodec, double> prior_plan_ratio)
     : o_(o),
       transcode_ms_(std::move(transcode_ms)),
       encode_ms_(std::move(encode_ms)),
-      plan_encode_ratio_(std::move(plan_encode_ratio)) {}
+      plan_encode_ratio_(std::move(plan_encode_ratio)),
+      prior_plan_ratio_(std::move(prior_plan_ratio)) {}
 
 double CapacityModel::SessionsPlanEncodeRatio(VideoCodec codec) const {
   if (o_.plan_speed_step <= 0) return 1;
@@ -169,7 +181,11 @@ double CapacityModel::PlanEncodeRatio(VideoCodec codec) const {
   auto p = plan_encode_ratio_.find(codec);
   double r = p == plan_encode_ratio_.end() || !(p->second > 0) ? -1 : p->second;
   // Each figure is biased toward saving too little (capacity.h): the smaller ratio is the nearer.
-  if (const double s = SessionsPlanEncodeRatio(codec); s > 0 && (r < 0 || s < r)) r = s;
+  // The prior stands in for the sessions' own until they measured it.
+  double s = SessionsPlanEncodeRatio(codec);
+  if (!(s > 0))
+    if (auto q = prior_plan_ratio_.find(codec); q != prior_plan_ratio_.end() && q->second > 0) s = q->second;
+  if (s > 0 && (r < 0 || s < r)) r = s;
   return r < 0 ? -1 : std::min(1.0, r);  // a faster step is never planned dearer
 }
 

@@ -27,6 +27,9 @@
 // - the sessions' own encodes at the plan step over theirs at step 0, once both have
 //   kMinPlanSamples seconds: sessions shed speed when frames are dear or the cores contended, so
 //   their faster steps encode the harder frames (the ratio reads high; run 20's VP8 read 1.06).
+// Until the sessions have measured it, a prior share stands in for theirs where the encoder runs
+// its default ladder (PriorPlanEncodeRatio: what sessions measured on the sample clip), as the
+// priors of the cost ratios do; once they have, their own figure replaces it.
 #pragma once
 #include <cstdint>
 #include <map>
@@ -87,8 +90,10 @@ class CapacityModel {
   // of it (a codec not there: the whole transcode counts as its encode's prior).
   // plan_encode_ratio: an encode at the plan step over one at step 0 on the same pictures
   // (MeasureTranscode's): what the plan step saves, as a share of an encode.
+  // prior_plan_ratio: the same share before the sessions measured it (PriorPlanEncodeRatio).
   CapacityModel(const CapacityOptions& o, std::map<VideoCodec, double> transcode_ms,
-                std::map<VideoCodec, double> encode_ms = {}, std::map<VideoCodec, double> plan_encode_ratio = {});
+                std::map<VideoCodec, double> encode_ms = {}, std::map<VideoCodec, double> plan_encode_ratio = {},
+                std::map<VideoCodec, double> prior_plan_ratio = {});
 
   // Predicted CPU ms per second of a session, its encoder at the plan step (admission).
   double CostMsPerS(const SessionLoad& s) const;
@@ -110,7 +115,8 @@ class CapacityModel {
   // the sessions' own at the plan step, once measured.
   double PlanSavingMs(VideoCodec codec, Mode mode) const;
   // An encode at the plan step over one at step 0: the smaller of the standalone pair's and the
-  // sessions' (at most 1; 1 when the plan step is 0; -1: neither measured).
+  // sessions' (the prior's until the sessions measured it; at most 1; 1 when the plan step is 0;
+  // -1: none of them known).
   double PlanEncodeRatio(VideoCodec codec) const;
   // The sessions' own: their encodes at the plan step over theirs at step 0, once each step
   // learned from kMinPlanSamples seconds (-1 before; 1 when the plan step is 0).
@@ -161,6 +167,7 @@ class CapacityModel {
   std::map<std::pair<VideoCodec, Mode>, Learned> learned_ GUARDED_BY(mu_);  // CPU per frame / transcode
   const std::map<VideoCodec, double> encode_ms_;  // the transcodes' encode parts
   const std::map<VideoCodec, double> plan_encode_ratio_;  // the plan step's encode over step 0's
+  const std::map<VideoCodec, double> prior_plan_ratio_;   // the same, a prior for the sessions' own
   std::map<std::pair<VideoCodec, int>, Learned> encode_ GUARDED_BY(mu_);  // ms per 720p frame
 };
 
@@ -227,5 +234,12 @@ class CostLearner {
 // before anything was learned (measured on this repo's 720p clip: bypass
 // 1.3x re-encoding, 0.3x forwarding, anonymize about 2x; docs/figures.md "Capacity").
 double PriorRatio(Mode mode, bool bypass_forward = true);
+
+// The prior share of an encode at a speed step of the default ladder (libvpx cpu-used -8 up in
+// steps of 2; x264 veryfast, superfast, ultrafast) over one at step 0: what anonymized sessions
+// measured on this repo's 720p clips, rounded up (2026-12-05: VP8 0.83-0.87, 0.74-0.78, 0.65-0.68
+// at steps 1-3; H.264 0.55-0.62, 0.38-0.41 at steps 1-2; docs/figures.md). -1 past the ladder's
+// measured steps, or for other encoder settings (default_ladder false).
+double PriorPlanEncodeRatio(VideoCodec codec, int step, bool default_ladder);
 
 }  // namespace veil

@@ -21,7 +21,9 @@ Status SessionManager::StartCapacity(MetricsRegistry* metrics) {
   co.bypass_forward = deps_.server.bypass_forward;
   co.fps = deps_.privacy.fps;
   co.plan_speed_step = deps_.server.admit_speed_step;
-  std::map<VideoCodec, double> transcode, encode, plan_ratio;
+  std::map<VideoCodec, double> transcode, encode, plan_ratio, prior_ratio;
+  // The prior share of the plan step holds for the default ladders only (capacity.h).
+  const EncoderOptions defaults;
   const double c0 = NowMs();
   // One codec after the other: timed side by side, VP8 read 8% higher on average
   // and further apart (2026-12-04, docs/figures.md "Capacity run 21").
@@ -31,12 +33,15 @@ Status SessionManager::StartCapacity(MetricsRegistry* metrics) {
       transcode[vc.codec] = t->total_ms;
       encode[vc.codec] = t->encode_ms;
       if (t->plan_encode_ratio > 0) plan_ratio[vc.codec] = t->plan_encode_ratio;
+      const bool default_ladder = vc.codec == VideoCodec::kH264 ? deps_.encoder.x264_preset == defaults.x264_preset
+                                                                 : deps_.encoder.vp8_speed == defaults.vp8_speed;
+      if (double p = PriorPlanEncodeRatio(vc.codec, co.plan_speed_step, default_ladder); p > 0) prior_ratio[vc.codec] = p;
     } else {
       spdlog::warn("cannot time a {} transcode ({}): its sessions are costed as the dearest codec", vc.name, t.error());
     }
   }
   if (transcode.empty()) return Status::Error("cannot time a standalone transcode: the capacity model has no limit");
-  capacity_ = std::make_unique<CapacityModel>(co, transcode, encode, plan_ratio);
+  capacity_ = std::make_unique<CapacityModel>(co, transcode, encode, plan_ratio, prior_ratio);
   const CapacityState cs = Capacity();
   spdlog::info("capacity: {:g} cores, a standalone 720p transcode takes {} (timed in {:.0f} ms); limit {:.1f} {} "
                "sessions; {}",

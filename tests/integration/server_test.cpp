@@ -271,7 +271,8 @@ TEST(Server, AdmitsByMeasuredCapacity) {
   EXPECT_EQ(cap["cost_saturated_seconds"].get<int>(), 0);  // an idle node has skipped nothing
   // Admission plans the encoder two speed steps faster (server.admit_speed_step). No session has
   // run yet: step 0's encode is the standalone transcode's encode (a part of it), and the step
-  // saves the share of it that a second encoder at step 2 saved on the same pictures at startup.
+  // saves the share of it that a second encoder at step 2 saved on the same pictures at startup,
+  // or the default ladder's prior share where that saves more (server/capacity.h).
   EXPECT_EQ(cap["admit_speed_step"], 2);
   for (const char* codec : {"vp8", "h264"}) {
     ASSERT_EQ(cap["encode_ms_by_step"][codec].size(), 1u) << cap.dump();

@@ -438,6 +438,55 @@ TEST(Capacity, PlansWithTheSessionsOwnStepShareWhenItSavesMore) {
   EXPECT_NEAR(at0.PlannedMsPerFrame(Session(Mode::kAnonymize)), prior, 1e-9);
 }
 
+// Before the sessions measured the plan step, a prior share stands in for theirs (where it saves
+// more than the startup pair); their own figure replaces it once measured, even when it saves less.
+TEST(Capacity, ThePriorShareStandsInForTheSessionsUntilTheyMeasuredIt) {
+  CapacityOptions o = TwoCores();
+  o.plan_speed_step = 2;
+  CapacityModel m(o, {{VideoCodec::kVp8, 10.0}}, {{VideoCodec::kVp8, 7.0}}, {{VideoCodec::kVp8, 0.96}},
+                  {{VideoCodec::kVp8, 0.8}});
+  const double prior = PriorRatio(Mode::kAnonymize) * 10;
+  EXPECT_NEAR(m.PlanEncodeRatio(VideoCodec::kVp8), 0.8, 1e-9);
+  EXPECT_NEAR(m.PlannedMsPerFrame(Session(Mode::kAnonymize)), prior - 7 * 0.2, 1e-9);
+  // The sessions: 8 ms at step 0, 7.2 at step 2 (0.9): theirs, not the prior's; the pair's 0.96
+  // saves less still.
+  for (int i = 0; i < CapacityModel::kMinPlanSamples; ++i) {
+    m.LearnEncode(VideoCodec::kVp8, 0, 1280, 720, 8.0);
+    m.LearnEncode(VideoCodec::kVp8, 2, 1280, 720, 7.2);
+  }
+  EXPECT_NEAR(m.PlanEncodeRatio(VideoCodec::kVp8), 0.9, 1e-9);
+  EXPECT_NEAR(m.PlannedMsPerFrame(Session(Mode::kAnonymize)), prior - 8 * 0.1, 1e-9);
+  // A prior that saves less than the pair: the pair's.
+  CapacityModel low(o, {{VideoCodec::kVp8, 10.0}}, {{VideoCodec::kVp8, 7.0}}, {{VideoCodec::kVp8, 0.7}},
+                    {{VideoCodec::kVp8, 0.8}});
+  EXPECT_NEAR(low.PlanEncodeRatio(VideoCodec::kVp8), 0.7, 1e-9);
+  // No pair timed: the prior alone.
+  CapacityModel solo(o, {{VideoCodec::kH264, 10.0}}, {{VideoCodec::kH264, 7.0}}, {}, {{VideoCodec::kH264, 0.4}});
+  EXPECT_NEAR(solo.PlanEncodeRatio(VideoCodec::kH264), 0.4, 1e-9);
+  EXPECT_EQ(solo.PlanEncodeRatio(VideoCodec::kVp8), -1);
+}
+
+// The prior shares: the default ladders only, each step cheaper than the one before, none past
+// the steps measured.
+TEST(Capacity, PriorPlanSharesFollowTheDefaultLadderOnly) {
+  for (VideoCodec c : {VideoCodec::kVp8, VideoCodec::kH264}) {
+    EXPECT_EQ(PriorPlanEncodeRatio(c, 0, true), 1);
+    EXPECT_EQ(PriorPlanEncodeRatio(c, 1, false), -1) << "other encoder settings: no prior";
+    double last = 1;
+    int steps = 0;
+    for (int k = 1; k < VideoEncoder::kMaxSpeedSteps; ++k) {
+      const double r = PriorPlanEncodeRatio(c, k, true);
+      if (r < 0) break;
+      EXPECT_LT(r, last) << Name(c) << " step " << k;
+      EXPECT_GT(r, 0.2) << Name(c) << " step " << k;
+      last = r;
+      ++steps;
+    }
+    EXPECT_GE(steps, 2) << Name(c);
+    EXPECT_EQ(PriorPlanEncodeRatio(c, steps + 1, true), -1);
+  }
+}
+
 TEST(CostLearner, ASessionSheddingEncoderSpeedAloneIsLearnedAtStepZerosEncodeCost) {
   // Transcode 10 ms, its encode 7: the session's encodes at step 0 are costed 7 ms until measured.
   CapacityOptions o = TwoCores();
