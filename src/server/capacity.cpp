@@ -7,6 +7,7 @@
 #include <fstream>
 #include <memory>
 #include <random>
+#include <span>
 #include <vector>
 
 #include <opencv2/imgproc.hpp>
@@ -151,9 +152,8 @@ double PriorPlanEncodeRatio(VideoCodec codec, int step, bool default_ladder) {
   if (step == 0) return 1;
   static constexpr double kVp8[] = {0.88, 0.79, 0.69};  // cpu-used -10, -12, -14
   static constexpr double kH264[] = {0.63, 0.42};       // superfast, ultrafast
-  const double* ladder = codec == VideoCodec::kH264 ? kH264 : kVp8;
-  const int n = codec == VideoCodec::kH264 ? 2 : 3;
-  return step <= n ? ladder[step - 1] : -1;
+  const std::span<const double> ladder = codec == VideoCodec::kH264 ? std::span<const double>(kH264) : kVp8;
+  return step <= int(ladder.size()) ? ladder[step - 1] : -1;
 }
 
 CapacityModel::CapacityModel(const CapacityOptions& o, std::map<VideoCodec, double> transcode_ms,
