@@ -12,10 +12,6 @@
 #include "server/session_manager.h"
 
 namespace veil {
-namespace {
-constexpr int kTranscodePasses = 2;  // the startup transcode's timing passes, the cheaper kept
-}  // namespace
-
 Status SessionManager::StartCapacity(MetricsRegistry* metrics) {
   // The limit and the cost model (server/capacity.h): a standalone transcode per codec, timed now.
   CapacityOptions co;
@@ -35,15 +31,12 @@ Status SessionManager::StartCapacity(MetricsRegistry* metrics) {
   // node then admitted one anonymized H.264 session fewer; docs/figures.md). The first pass also
   // times the plan step's encoder on its 12 pictures.
   for (const VideoCodecInfo& vc : VideoCodecs()) {
-    Result<TranscodeTiming> t = MeasureTranscode(vc.codec, deps_.encoder, 12, co.plan_speed_step, 12);
-    for (int pass = 1; t && pass < kTranscodePasses; ++pass) {
-      auto p = MeasureTranscode(vc.codec, deps_.encoder, 12, 0);
-      if (p && p->total_ms < t->total_ms) {
-        t->total_ms = p->total_ms;
-        t->encode_ms = p->encode_ms;
-      }
-    }
+    auto t = MeasureTranscode(vc.codec, deps_.encoder, 12, co.plan_speed_step, 12);
     if (t) {
+      if (auto again = MeasureTranscode(vc.codec, deps_.encoder, 12, 0); again && again->total_ms < t->total_ms) {
+        t->total_ms = again->total_ms;
+        t->encode_ms = again->encode_ms;
+      }
       transcode[vc.codec] = t->total_ms;
       encode[vc.codec] = t->encode_ms;
       if (t->plan_encode_ratio > 0) plan_ratio[vc.codec] = t->plan_encode_ratio;
