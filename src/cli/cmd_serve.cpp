@@ -21,6 +21,26 @@
 #include "server/session_manager.h"
 
 namespace veil::cli {
+namespace {
+// The settings that change what a session costs (server.capacity_state keeps learned costs only
+// for the same): the media, privacy and detection stages' keys, the inference keys, and the
+// server keys that place a session's work.
+std::string CostSettings(const Config& c) {
+  static const char* const kSections[] = {"privacy.", "mosaic.", "tracker.", "detector.", "encoder.", "decoder.",
+                                          "inference."};
+  static const char* const kServer[] = {"server.frame_executor",     "server.frame_threads",
+                                        "server.decode_on_executor", "server.detect_on_executor",
+                                        "server.bypass_forward",     "server.stagger_keyframes",
+                                        "server.stagger_detections"};
+  return c.Values([](const std::string& key) {
+    for (const char* s : kSections)
+      if (key.rfind(s, 0) == 0) return true;
+    for (const char* k : kServer)
+      if (key == k) return true;
+    return false;
+  });
+}
+}  // namespace
 
 void RegisterServe(CLI::App& app, int* rc) {
   struct Opts {
@@ -46,6 +66,7 @@ void RegisterServe(CLI::App& app, int* rc) {
     deps.encoder = cfg->encoder;
     deps.detector = cfg->detector;
     deps.decode_threads = cfg->decode_threads;
+    deps.cost_settings = CostSettings(cfg->config);
     if (deps.encoder.threads > 1)
       spdlog::warn("encoder.threads = {}: libvpx's row threads busy-wait for each other, and on a node whose cores "
                    "the sessions already fill they spin against the frame pool: 2 sessions on 2 cores fell from 30 "

@@ -175,6 +175,13 @@ std::string Config::Dump() const {
   return out;
 }
 
+std::string Config::Values(const std::function<bool(const std::string& key)>& keep) const {
+  std::string out;
+  for (const auto& k : ConfigKeys())
+    if (keep(k.key)) out += k.key + " = " + FormatValue(k.get(s_)) + "\n";
+  return out;
+}
+
 Result<PrivacyConfig> Config::BuildPrivacy() const {
   PrivacyConfig c = s_.privacy;
   c.tracker.tentative_frames = std::min(c.tracker.tentative_frames, c.tracker.max_coast_frames);

@@ -51,6 +51,9 @@ struct ServerSettings {
   // Admission (max_sessions = auto) plans each re-encoding session with its encoder at this speed
   // step of its ladder (0: the configured speed), at the cost its sessions measured there.
   int admit_speed_step = 2;
+  // A file where the node keeps what its cost model learned, read at startup (empty: none;
+  // server/capacity_memory.h).
+  std::string capacity_state;
   // Bypass sessions forward the publisher's frames instead of re-encoding them (server/live_session.h).
   bool bypass_forward = true;
   // Load shedding (server/speed_control.h): encoder speed, the trimmed detection window,
@@ -168,6 +171,8 @@ class Config {
   Source source(const std::string& key) const;
   // "key = value  # source" for every key, in registry order (TOML-compatible).
   std::string Dump() const;
+  // "key = value" for every key keep() takes, in registry order (no sources, no docs).
+  std::string Values(const std::function<bool(const std::string& key)>& keep) const;
 
   Result<PrivacyConfig> BuildPrivacy() const;
   Result<DetectorConfig> BuildDetector() const;

@@ -256,6 +256,25 @@ void CapacityModel::LearnEncode(VideoCodec codec, int step, int w, int h, double
   encode_[{codec, step}].Add(ms);
 }
 
+CapacityMemory CapacityModel::Memory() const {
+  CapacityMemory m;
+  MutexLock lk(mu_);
+  for (const auto& [k, l] : learned_)
+    if (l.samples > 0) m.costs.push_back({k.first, k.second, l.value, l.samples});
+  for (const auto& [k, l] : encode_)
+    if (l.samples > 0) m.encodes.push_back({k.first, k.second, l.value, l.samples});
+  return m;
+}
+
+void CapacityModel::Restore(const CapacityMemory& m) {
+  MutexLock lk(mu_);
+  for (const CapacityMemory::Cost& c : m.costs)
+    if (c.ratio > 0 && c.samples > 0) learned_[{c.codec, c.mode}] = {c.ratio, c.samples};
+  for (const CapacityMemory::Encode& e : m.encodes)
+    if (e.ms > 0 && e.samples > 0 && e.step >= 0 && e.step < VideoEncoder::kMaxSpeedSteps)
+      encode_[{e.codec, e.step}] = {e.ms, e.samples};
+}
+
 void CapacityModel::Learned::Add(double x) {
   const double rate = std::max(kLearnRate, 1.0 / double(samples + 1));
   value = samples == 0 ? x : value + rate * (x - value);

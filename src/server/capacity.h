@@ -84,6 +84,25 @@ struct SessionLoad {
   double fps = 0;             // measured; below options.fps counts as options.fps
 };
 
+// What a model learned from its sessions (CapacityModel::Memory), to keep across restarts
+// (server/capacity_memory.h).
+struct CapacityMemory {
+  struct Cost {
+    VideoCodec codec = VideoCodec::kVp8;
+    Mode mode = Mode::kAnonymize;
+    double ratio = 0;  // CPU per frame / transcode
+    int samples = 0;
+  };
+  struct Encode {
+    VideoCodec codec = VideoCodec::kVp8;
+    int step = 0;
+    double ms = 0;  // per 720p frame
+    int samples = 0;
+  };
+  std::vector<Cost> costs;
+  std::vector<Encode> encodes;
+};
+
 class CapacityModel {
  public:
   // transcode_ms: codec -> measured standalone ms per 720p frame; encode_ms: the encode's part
@@ -102,6 +121,10 @@ class CapacityModel {
   double CostMsPerFrame(const SessionLoad& s) const;
   // The same with its encoder at the plan step (step 0's cost until that step was measured).
   double PlannedMsPerFrame(const SessionLoad& s) const;
+  // What it learned, and the same put back (a restarted node: learned figures replace the
+  // priors at once, and learning goes on from their sample counts).
+  CapacityMemory Memory() const;
+  void Restore(const CapacityMemory& m);
   // Learns from a session's measured CPU per frame (ms) at its size and mode, its encoder at step 0.
   void Learn(const SessionLoad& s, double cpu_ms_per_frame);
   // Learns what an encode of codec costs at a speed step: ms per frame at w x h.

@@ -194,6 +194,7 @@ void HttpApi::Routes() {
                        {"planned_cpu_ms_per_720p_frame", k.planned_ms}, {"samples", k.samples}});
     body["capacity"]["transcode_ms_by_codec"] = c.transcode_ms_by_codec;
     body["capacity"]["admit_speed_step"] = c.plan_speed_step;
+    if (!c.memory.empty()) body["capacity"]["memory"] = c.memory;  // server.capacity_state
     body["capacity"]["admit_encode_ratio_by_codec"] = c.plan_encode_ratio_by_codec;
     json enc = json::object();
     for (const auto& [codec, steps] : c.encode_by_codec) {

@@ -49,6 +49,11 @@ Status SessionManager::StartCapacity(MetricsRegistry* metrics) {
   }
   if (transcode.empty()) return Status::Error("cannot time a standalone transcode: the capacity model has no limit");
   capacity_ = std::make_unique<CapacityModel>(co, transcode, encode, plan_ratio, prior_ratio);
+  if (!deps_.server.capacity_state.empty()) {
+    if (Status st = CheckCapacityStatePath(deps_.server.capacity_state); !st) return st;
+    memory_key_ = ThisNodeKey(co.cores, deps_.cost_settings);
+    RestoreMemory();
+  }
   const CapacityState cs = Capacity();
   spdlog::info("capacity: {:g} cores, a standalone 720p transcode takes {} (timed in {:.0f} ms); limit {:.1f} {} "
                "sessions; {}",
@@ -61,8 +66,8 @@ Status SessionManager::StartCapacity(MetricsRegistry* metrics) {
                NowMs() - c0, cs.limit_sessions, cs.default_kind,
                deps_.server.max_sessions > 0
                    ? fmt::format("server.max_sessions = {} (fixed)", deps_.server.max_sessions)
-                   : fmt::format("admits {} (prior {:.1f}x the transcode, {:.0f}% of the cores)", cs.capacity_sessions,
-                                 cs.ratio, 100 * co.cpu_share));
+                   : fmt::format("admits {} ({} {:.2f}x the transcode, {:.0f}% of the cores)", cs.capacity_sessions,
+                                 cs.learned ? "learned" : "prior", cs.ratio, 100 * co.cpu_share));
   m_capacity_ = &metrics->GetGauge("veil_capacity_sessions",
                                       "Default sessions (vp8 720p30, the default mode) this node carries when empty");
   m_headroom_ = &metrics->GetGauge("veil_headroom_ratio", "Share of the session CPU budget not yet taken (0..1)");
@@ -141,6 +146,7 @@ CapacityState SessionManager::Capacity() const {
   for (const VideoCodecInfo& vc : VideoCodecs()) c.transcode_ms_by_codec[vc.name] = capacity_->TranscodeMs(vc.codec);
   c.costs = capacity_->Costs();
   c.plan_speed_step = capacity_->options().plan_speed_step;
+  c.memory = memory_note_;
   for (const VideoCodecInfo& vc : VideoCodecs()) c.plan_encode_ratio_by_codec[vc.name] = capacity_->PlanEncodeRatio(vc.codec);
   for (const VideoCodecInfo& vc : VideoCodecs())
     for (int k = 0; k < VideoEncoder::kMaxSpeedSteps; ++k) {
@@ -154,7 +160,39 @@ CapacityState SessionManager::Capacity() const {
   return c;
 }
 
-void SessionManager::LearnCosts(double process_cpu_ms, double wall_ms) {
+void SessionManager::RestoreMemory() {
+  const std::string& path = deps_.server.capacity_state;
+  auto m = LoadCapacityState(path, memory_key_);
+  if (m) {
+    capacity_->Restore(*m);
+    int samples = 0;
+    for (const auto& c : m->costs) samples += c.samples;
+    memory_note_ = fmt::format("restored from {}: {} learned costs ({} samples), {} encode steps", path,
+                               m->costs.size(), samples, m->encodes.size());
+    spdlog::info("capacity: {}", memory_note_);
+  } else if (m.status().code() == StatusCode::kNotFound) {
+    memory_note_ = "nothing learned yet at " + path + ": the priors";
+    spdlog::info("capacity: {}", memory_note_);
+  } else {
+    // Not an error: what the file says is not this node's (or is damaged); the node learns anew and replaces it.
+    memory_note_ = "not used: " + path + ": " + m.error() + "; the priors, and the file is replaced once sessions teach the model";
+    spdlog::warn("capacity: {}", memory_note_);
+  }
+}
+
+void SessionManager::SaveMemory() {
+  const std::string text = CapacityStateJson(capacity_->Memory(), memory_key_, UtcNowIso());
+  if (Status st = SaveCapacityState(deps_.server.capacity_state, text); !st) {
+    if (st.message() != memory_error_) spdlog::warn("capacity: cannot keep what the model learned: {}", st.message());
+    memory_error_ = st.message();
+    return;  // tried again at the next save
+  }
+  memory_error_.clear();
+  memory_unsaved_ = false;
+  memory_saved_ms_ = NowMs();
+}
+
+int SessionManager::LearnCosts(double process_cpu_ms, double wall_ms) {
   std::map<std::string, SessionReading> readings;
   for (auto& [id, e] : sessions_) {
     if (!e.session) continue;
@@ -175,7 +213,7 @@ void SessionManager::LearnCosts(double process_cpu_ms, double wall_ms) {
     r.encoder_steps = ls.encoder_steps();
     ls.EncodeBySteps(r.encode_cpu_ms, r.encode_frames);
   }
-  learner_.Step(*capacity_, readings, process_cpu_ms, wall_ms);
+  return learner_.Step(*capacity_, readings, process_cpu_ms, wall_ms).learned;
 }
 
 int SessionManager::FreeSessions() const { return FreeSessions(VideoCodec::kVp8, deps_.privacy.mode); }

@@ -81,8 +81,9 @@ void SessionManager::Housekeeping() {
       m_cpu_s_->Inc((cpu - last_cpu) / 1000.0);
       {
         MutexLock lk(mu_);
-        LearnCosts(cpu - last_cpu, now - last_wall);
+        if (LearnCosts(cpu - last_cpu, now - last_wall) > 0) memory_unsaved_ = true;
       }
+      if (memory_unsaved_ && !deps_.server.capacity_state.empty() && now - memory_saved_ms_ >= kMemorySaveMs) SaveMemory();
       const CapacityState c = Capacity();
       m_capacity_->Set(c.capacity_sessions);
       m_headroom_->Set(c.headroom);

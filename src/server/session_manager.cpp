@@ -99,6 +99,7 @@ SessionManager::~SessionManager() {
   }
   hk_cv_.notify_all();
   if (housekeeping_.joinable()) housekeeping_.join();
+  if (memory_unsaved_ && !deps_.server.capacity_state.empty()) SaveMemory();  // what the last seconds taught
   faults_->Set(false, false);  // a stalled detector must not hold the scheduler's shutdown
   if (router_) router_->Shutdown();
 }

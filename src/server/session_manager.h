@@ -26,6 +26,7 @@
 #include "inference/fault_injection.h"
 #include "inference/ai_router.h"
 #include "server/capacity.h"
+#include "server/capacity_memory.h"
 #include "server/event_log.h"
 #include "server/period_phases.h"
 #include "server/live_session.h"
@@ -76,6 +77,7 @@ struct CapacityState {
     int samples = 0;  // 0: step 0's prior (the standalone transcode's encode)
   };
   std::map<std::string, std::vector<EncodeStep>> encode_by_codec;  // step 0 and every step measured
+  std::string memory;  // server.capacity_state: what was read at startup ("" when none is set)
 };
 
 // Admission by latency (server.admit_p99_ms; max_sessions = auto): the reason to refuse a new
@@ -102,6 +104,9 @@ struct ServerDeps {
   EncoderOptions encoder;
   DetectorConfig detector;
   int decode_threads = 1;
+  // The settings that change what a session costs, as text (server.capacity_state keeps learned
+  // costs only for the same; cli/cmd_serve.cpp).
+  std::string cost_settings;
 };
 
 // What a SessionManager is given besides its configuration (server/ai_wiring.h builds them):
@@ -210,8 +215,15 @@ class SessionManager {
   // Empty when a session like `want` may start now, else why not (with the numbers).
   std::string AdmitReason(const SessionLoad& want) const REQUIRES(mu_);
   double LoadMsPerS() const REQUIRES(mu_);
-  // Once a second: learns the sessions' CPU per frame; process_cpu_ms: the process's CPU over the interval.
-  void LearnCosts(double process_cpu_ms, double wall_ms) REQUIRES(mu_);
+  // Once a second: learns the sessions' CPU per frame; process_cpu_ms: the process's CPU over the
+  // interval. Returns how many sessions it learned from.
+  int LearnCosts(double process_cpu_ms, double wall_ms) REQUIRES(mu_);
+  // server.capacity_state: reads what an earlier run learned into capacity_ (StartCapacity), and
+  // writes what it knows now (housekeeping, at most every kMemorySaveMs once something was
+  // learned, and at shutdown). Housekeeping's thread, then the destructor's.
+  void RestoreMemory();
+  void SaveMemory();
+  static constexpr double kMemorySaveMs = 10000;
   std::string DefaultKind() const;
   std::string KindName(VideoCodec codec, Mode mode) const;  // "anonymized h264 720p30"
   // Times the standalone transcode (the limit), builds the cost model and its metrics.
@@ -257,6 +269,12 @@ class SessionManager {
   double overloaded_since_ms_ GUARDED_BY(mu_) = -1;
   double behind_since_ms_ GUARDED_BY(mu_) = -1;  // since when a session at its last level falls behind
   CostLearner learner_ GUARDED_BY(mu_);  // teaches capacity_ from the sessions, once a second
+  // server.capacity_state (written by StartCapacity, then the housekeeping thread, then the destructor).
+  CapacityKey memory_key_;
+  std::string memory_note_;       // what startup read, for /readyz
+  bool memory_unsaved_ = false;   // learned since the last save
+  double memory_saved_ms_ = 0;
+  std::string memory_error_;      // the last save's error, logged once
   std::string overloaded_why_ GUARDED_BY(mu_);
   double ShedEndAfterMs() const { return 2000.0 * deps_.server.shed_calm_s; }
   // Empty unless the node is overloaded and shedding: then why new viewers are refused.

@@ -6,6 +6,7 @@
 #include <sys/random.h>
 
 #include <chrono>
+#include <fstream>
 #include <set>
 #include <thread>
 
@@ -346,6 +347,81 @@ TEST(Server, AdmitsByMeasuredCapacity) {
   EXPECT_EQ(server.Call("GET", "/readyz").status, 200);
   EXPECT_EQ(server.Call("POST", "/v1/sessions", R"({"id":"over"})").status, 201);
   EXPECT_EQ(server.Stop(), 0);
+}
+
+// server.capacity_state: what the cost model learned from a session is kept (at shutdown at
+// the latest) and read by the next start, so a restarted node admits by it instead of by the
+// priors; a start with other cost settings does not use it and says why; a path that cannot be
+// written stops the start with its name.
+namespace {
+struct Learned {
+  int samples = 0;
+  double ratio = 0;
+  std::string memory;
+};
+Learned Vp8Anonymize(ServerProcess& server) {
+  Learned l;
+  const Reply r = server.Call("GET", "/readyz");
+  l.memory = r.body["capacity"].value("memory", "");
+  for (const json& k : r.body["capacity"]["costs"])
+    if (k["codec"] == "vp8" && k["mode"] == "anonymize") {
+      l.samples = k["samples"].get<int>();
+      l.ratio = k["cpu_per_frame_vs_transcode"].get<double>();
+    }
+  return l;
+}
+}  // namespace
+
+TEST(Server, ARestartedNodeKeepsWhatItsCapacityModelLearned) {
+  ASSERT_GT(Source().frames, 100);
+  const std::string path = TempPath("capacity-state.json");
+  std::remove(path.c_str());
+  Learned taught;
+  {
+    ServerProcess server({"--capacity-state", path});
+    ASSERT_TRUE(server.ok()) << server.log();
+    EXPECT_EQ(Vp8Anonymize(server).memory, "nothing learned yet at " + path + ": the priors");
+    EXPECT_EQ(Vp8Anonymize(server).samples, 0);
+    const json s = CreateSession(server, {{"id", "teacher"}});
+    Feed feed(s, std::make_shared<SentLog>());
+    for (int i = 0; i < 80 && taught.samples < 3; ++i) {  // 3 s of warm-up, then a sample a second
+      SleepMs(250);
+      taught = Vp8Anonymize(server);
+    }
+    feed.Stop();
+    ASSERT_GE(taught.samples, 3) << "the model learned nothing from the session: " << server.log();
+    SleepMs(1500);  // no frames: nothing more to learn
+    taught = Vp8Anonymize(server);
+    EXPECT_EQ(server.Stop(), 0) << server.log();
+  }
+  std::ifstream saved(path);
+  ASSERT_TRUE(saved.good()) << "nothing kept at " << path;
+  {
+    ServerProcess again({"--capacity-state", path});
+    ASSERT_TRUE(again.ok()) << again.log();
+    const Learned restored = Vp8Anonymize(again);
+    EXPECT_EQ(restored.memory.rfind("restored from " + path + ": 1 learned costs", 0), 0u) << restored.memory;
+    EXPECT_EQ(restored.samples, taught.samples);
+    EXPECT_NEAR(restored.ratio, taught.ratio, 1e-9);
+    EXPECT_TRUE(again.Call("GET", "/readyz").body["capacity"]["cost_learned"].get<bool>());
+    EXPECT_EQ(again.Stop(), 0);
+  }
+  {
+    ServerProcess other({"--capacity-state", path, "--set", "privacy.detect_size=320x180"});
+    ASSERT_TRUE(other.ok()) << other.log();
+    const Learned l = Vp8Anonymize(other);
+    EXPECT_NE(l.memory.find("not used: " + path +
+                            ": learned with other encoder, decoder, privacy, detector, inference or executor settings"),
+              std::string::npos)
+        << l.memory;
+    EXPECT_EQ(l.samples, 0) << "the priors, not another configuration's figures";
+    EXPECT_EQ(other.Stop(), 0);
+  }
+  ServerProcess nowhere({"--capacity-state", "/nonexistent-veil-dir/capacity.json"});
+  EXPECT_FALSE(nowhere.ok());
+  EXPECT_NE(nowhere.log().find("its directory /nonexistent-veil-dir is not writable"), std::string::npos)
+      << nowhere.log();
+  std::remove(path.c_str());
 }
 
 // Admission by latency (server.admit_p99_ms, with max_sessions = auto): once a running session's
