@@ -64,8 +64,6 @@ struct ServerSettings {
   double shed_calm_s = 5;
   // A session's first seconds are not judged for shedding (its own start-up is late by itself).
   double shed_warmup_s = 3;
-  // The node's sessions take levels back one at a time: this long after another session did (0: each on its own).
-  double shed_step_back_gap_s = 2;
   // A window overuses when its p90 frame latency passes shed_high x the frame interval (or too
   // many frames went stale); it is calm under shed_low x the interval with nothing stale.
   double shed_high = 0.7, shed_low = 0.4;

@@ -249,7 +249,6 @@ const std::vector<KeySpec>& ConfigKeys() {
       Key("server.shed_trim", "", "one shed level, after the encoder's and before detection cadence, shows the detector its copy trimmed to its 32-px grid (as privacy.detect_trim); false: no such level", F(server.shed_trim)),
       Key("server.shed_calm_s", "", "seconds of headroom before a shed level is taken back (doubles when taking one back overloads again)", F(server.shed_calm_s)),
       Key("server.shed_warmup_s", "", "a session's first seconds are not judged for shedding: its first keyframe, first detection and the jitter buffer's first burst are late by themselves (0: judge from the first window)", F(server.shed_warmup_s)),
-      Key("server.shed_step_back_gap_s", "", "a session takes a shed level back only this long after another session last did, so sessions that shed together do not all step back at once and overload the node again (0: each on its own)", F(server.shed_step_back_gap_s)),
       Key("server.shed_high", "", "a window overuses (one shed level more) when its p90 frame latency, decoded to encoded, passes this share of the frame interval, or when over 5% of its frames went stale", F(server.shed_high)),
       Key("server.shed_low", "", "a window is calm when its p90 frame latency is under this share of the frame interval and no frame went stale", F(server.shed_low)),
       Key("server.max_viewers", "max-viewers", "viewers per session", F(server.max_viewers)),

@@ -59,7 +59,6 @@ Status Validate(const ServerSettings& v) {
                     in(v.http_idle_timeout_ms, 100.0, 3600000.0, "server.http_idle_timeout_ms"),
                     in(v.shed_calm_s, 1.0, 600.0, "server.shed_calm_s"),
                     in(v.shed_warmup_s, 0.0, 600.0, "server.shed_warmup_s"),
-                    in(v.shed_step_back_gap_s, 0.0, 600.0, "server.shed_step_back_gap_s"),
                     in(v.webrtc.max_pending, 1, 256, "webrtc.max_pending"),
                     in(v.webrtc.offers_per_s, 0.1, 10000.0, "webrtc.offers_per_s"),
                     in(v.webrtc.start_bitrate_kbps, 0, 50000, "webrtc.start_bitrate_kbps"),

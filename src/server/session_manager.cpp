@@ -84,7 +84,6 @@ Result<std::unique_ptr<SessionManager>> SessionManager::Start(const ServerDeps& 
     m->keyframes_ = std::make_unique<PeriodPhases>(d.encoder.keyint_frames * 1000.0 / d.privacy.fps);
   if (d.server.stagger_detections) m->detections_ = std::make_unique<PeriodPhases>(1.0);
   m->keyframe_epoch_ms_ = NowMs();
-  if (d.server.shed_step_back_gap_s > 0) m->step_back_gate_ = std::make_shared<StepBackGate>(1000 * d.server.shed_step_back_gap_s);
   const double t0 = NowMs();
   WarmUpWebRtc();
   spdlog::info("WebRTC ready in {:.0f} ms (ICE on {} only)", NowMs() - t0, d.server.webrtc.ice_address);
@@ -140,7 +139,6 @@ Status SessionManager::Create(const CreateSpec& spec, const std::string& caller,
   c.shed_trim = deps_.server.shed_trim;
   c.speed.calm_ms = deps_.server.shed_calm_s * 1000;
   c.speed.warmup_ms = deps_.server.shed_warmup_s * 1000;
-  c.speed.step_back_gate = step_back_gate_;
   c.speed.high = deps_.server.shed_high;
   c.speed.low = deps_.server.shed_low;
   c.speed.calm_max_ms = std::max(c.speed.calm_max_ms, 8 * c.speed.calm_ms);

@@ -239,7 +239,6 @@ class SessionManager {
   std::unique_ptr<PeriodPhases> keyframes_;  // null: server.stagger_keyframes false
   std::unique_ptr<PeriodPhases> detections_;  // phases as fractions of a period; null: server.stagger_detections false
   double keyframe_epoch_ms_ = 0;               // the phases count from here
-  std::shared_ptr<StepBackGate> step_back_gate_;  // null: server.shed_step_back_gap_s 0
   mutable Mutex mu_;
   std::map<std::string, Entry> sessions_ GUARDED_BY(mu_);
   bool draining_ GUARDED_BY(mu_) = false;  // shutting down

@@ -15,22 +15,6 @@ Status Validate(const SpeedControlConfig& c) {
   return Status::Ok();
 }
 
-bool StepBackGate::TryTake(double now_ms, const void* who) {
-  MutexLock lk(mu_);
-  if (who != last_who_ && now_ms - last_ms_ < gap_ms_) {
-    ++deferred_;
-    return false;
-  }
-  last_ms_ = now_ms;
-  last_who_ = who;
-  return true;
-}
-
-uint64_t StepBackGate::deferred() const {
-  MutexLock lk(mu_);
-  return deferred_;
-}
-
 SpeedControl::SpeedControl(const SpeedControlConfig& c, double budget_ms, int max_level)
     : cfg_(c), budget_ms_(budget_ms), max_level_(std::max(0, max_level)), calm_need_ms_(c.calm_ms) {}
 
@@ -86,8 +70,7 @@ void SpeedControl::Judge(double now_ms) {
     }
   } else if (calm) {
     if (calm_since_ < 0) calm_since_ = window_start_;
-    if (level_ > 0 && now_ms - calm_since_ >= calm_need_ms_ &&
-        (!cfg_.step_back_gate || cfg_.step_back_gate->TryTake(now_ms, this))) {
+    if (level_ > 0 && now_ms - calm_since_ >= calm_need_ms_) {
       --level_;
       ++downs_;
       last_down_ms_ = now_ms;

@@ -12,35 +12,11 @@
 // overloaded(); the node then refuses new viewers, and last ends its newest session
 // (SessionManager).
 #pragma once
-#include <memory>
 #include <vector>
 
-#include "core/mutex.h"
 #include "core/status.h"
 
 namespace veil {
-
-// A node's sessions take shed levels back one at a time. Sessions that shed together on a
-// loaded node grow calm together, and stepping back all at once overloaded it again: five
-// anonymized H.264 sessions offered at once shed to level 2, four took level 1 back within
-// 0.5 s, and 2.5 s later all five shed again, to level 3 (the stage's p99 33.9 ms, past the
-// mark; docs/figures.md). So a session may take a level back only gap_ms after another session
-// last did (its own consecutive steps are paced by its calm stretch alone): the window after a
-// step back shows what it cost before the next session tries.
-class StepBackGate {
- public:
-  explicit StepBackGate(double gap_ms) : gap_ms_(gap_ms) {}
-  // Whether `who` may take a level back at now_ms; true takes the turn.
-  bool TryTake(double now_ms, const void* who);
-  uint64_t deferred() const;  // step backs put off because another session's was too recent
-
- private:
-  const double gap_ms_;
-  mutable Mutex mu_;
-  double last_ms_ GUARDED_BY(mu_) = -1e18;
-  const void* last_who_ GUARDED_BY(mu_) = nullptr;
-  uint64_t deferred_ GUARDED_BY(mu_) = 0;
-};
 
 struct SpeedControlConfig {
   bool enabled = true;        // false: the configured speed and cadence, always
@@ -55,8 +31,6 @@ struct SpeedControlConfig {
   // late by themselves, and a level taken for them stayed for 10 s and more at one session.
   // libwebrtc's overuse detector skips its first checks the same way (min_process_count).
   double warmup_ms = 3000;
-  // Shared by the node's sessions (null: each steps back on its own).
-  std::shared_ptr<StepBackGate> step_back_gate;
 };
 
 Status Validate(const SpeedControlConfig& c);

@@ -5,11 +5,6 @@
 
 #include <gtest/gtest.h>
 
-#include <algorithm>
-#include <cstdio>
-#include <memory>
-#include <vector>
-
 namespace veil {
 namespace {
 
@@ -108,52 +103,6 @@ TEST(SpeedControl, GivesALevelBackOnlyAfterACalmStretch) {
   for (int i = 0; i < 5; ++i) t = Second(c, t, 8);
   EXPECT_EQ(c.level(), 0);
   EXPECT_EQ(c.steps_down(), 2u);
-}
-
-// A node's sessions that shed together and grow calm together take their levels back one at a
-// time, server.shed_step_back_gap_s apart (StepBackGate); a session's own consecutive steps are
-// paced by its calm stretch alone. Without the gate, all four step back in the same window.
-TEST(SpeedControl, ANodesSessionsTakeLevelsBackOneAtATime) {
-  for (const bool gated : {false, true}) {
-    SpeedControlConfig cfg = NoWarmup();
-    cfg.calm_ms = 3000;
-    if (gated) cfg.step_back_gate = std::make_shared<StepBackGate>(2000);
-    std::vector<std::unique_ptr<SpeedControl>> cs;
-    for (int i = 0; i < 4; ++i) cs.push_back(std::make_unique<SpeedControl>(cfg, kBudget, 4));
-    // A window each, all overused twice: level 2 everywhere; then calm for all, each session's
-    // windows ending 10 ms after the previous one's.
-    const auto all = [&](double t, double latency) {
-      for (size_t i = 0; i < cs.size(); ++i) Second(*cs[i], t + 10.0 * double(i), latency);
-      return t + 1000;
-    };
-    double t = all(all(0, 30), 30);
-    for (const auto& c : cs) ASSERT_EQ(c->level(), 2);
-    std::vector<double> first_back(cs.size(), -1);
-    while (t < 40000) {
-      t = all(t, 8);
-      for (size_t i = 0; i < cs.size(); ++i)
-        if (first_back[i] < 0 && cs[i]->level() < 2) first_back[i] = t;
-    }
-    std::sort(first_back.begin(), first_back.end());
-    std::printf("%s: first step back at %.0f, %.0f, %.0f, %.0f ms\n", gated ? "gated" : "each on its own", first_back[0],
-                first_back[1], first_back[2], first_back[3]);
-    for (const auto& c : cs) EXPECT_EQ(c->level(), 0) << "calm long enough, every session is back at its settings";
-    if (!gated) {
-      EXPECT_EQ(first_back[3], first_back[0]) << "the control: all in the same window";
-    } else {
-      for (size_t i = 1; i < first_back.size(); ++i)
-        EXPECT_GE(first_back[i] - first_back[i - 1], 2000) << "two sessions stepped back within the gap";
-      EXPECT_GT(cfg.step_back_gate->deferred(), 0u);
-    }
-  }
-  // The same session is not held by its own last turn.
-  StepBackGate gate(2000);
-  int a = 0, b = 0;
-  EXPECT_TRUE(gate.TryTake(0, &a));
-  EXPECT_TRUE(gate.TryTake(500, &a));
-  EXPECT_FALSE(gate.TryTake(1000, &b));
-  EXPECT_TRUE(gate.TryTake(2500, &b));
-  EXPECT_EQ(gate.deferred(), 1u);
 }
 
 TEST(SpeedControl, ALevelGivenBackThatOverloadsAgainWaitsTwiceAsLong) {
