@@ -54,15 +54,12 @@ std::map<std::string, std::string> EndedByServer(const LoadSessions& sessions) {
 std::string CreateSessions(const LoadOptions& o, const ClipPtr& clip, VideoCodec codec, double gop_ms,
                            double frame_ms, const std::string& id_prefix, int n,
                            LoadSessions& sessions, std::set<std::string>& ours, StageResult& res) {
-  // aligned / spread / drift: every start is an instant on one time line from here, a whole
-  // number of frames into the stagger (plus i/n of a frame but when aligned); a session whose creation ran past
-  // its instant starts whole GOPs later, which keeps both its keyframe stagger and its phase.
-  const double t0 = NowMs() + 100;
-  // drift: clocks apart by `step` ppm from one session to the next, so that neighbours drift a
-  // whole frame interval apart over the measured window and every pair passes through every
-  // phase (alignment included) while it is measured.
-  double step_ppm = 1e6 * frame_ms / (1000.0 * std::max(1.0, o.stage_seconds - o.warmup_seconds));
-  if (n > 1) step_ppm = std::min(step_ppm, 50000.0 / (0.5 * double(n - 1)));
+  // Every session is offered first; then the admitted ones get their viewers and publishers, with
+  // their starts, phases and clocks spread over the sessions that run (with --run-admitted,
+  // fewer than were offered). Spread over the offered ones, 5 sessions admitted of 8 started
+  // within 5/8 of a frame interval and of a GOP, and neighbours' phases drifted from closer
+  // together: the stage measured a harsher load than 5 sessions offered alone.
+  std::vector<json> ingest;  // each admitted session's ingest (host, video_port)
   for (int i = 0; i < n; ++i) {
     auto s = std::make_unique<LoadSession>();
     s->frame_ms = frame_ms;
@@ -96,14 +93,27 @@ std::string CreateSessions(const LoadOptions& o, const ClipPtr& clip, VideoCodec
           return fmt::format("session {} of {}: HTTP {} where 503 was expected: {}", k + 1, n, rk->status, rk->error());
         ++res.refused;
       }
-      return "";
+      break;
     }
     if (r->status != 201)
       return "the server refused session " + std::to_string(i + 1) + " of " + std::to_string(n) + ": " + r->error();
     ours.insert(s->id);
     s->node = s->api->url();
-    LoadSession* raw = s.get();
     sessions.push_back(std::move(s));
+    ingest.push_back(r->body["ingest"]);
+  }
+  const int m = int(sessions.size());
+  // aligned / spread / drift: every start is an instant on one time line from here, a whole
+  // number of frames into the stagger (plus i/m of a frame but when aligned); a session whose
+  // set-up ran past its instant starts whole GOPs later, which keeps both its keyframe stagger and its phase.
+  const double t0 = NowMs() + 100;
+  // drift: clocks apart by `step` ppm from one session to the next, so that neighbours drift a
+  // whole frame interval apart over the measured window and every pair passes through every
+  // phase (alignment included) while it is measured.
+  double step_ppm = 1e6 * frame_ms / (1000.0 * std::max(1.0, o.stage_seconds - o.warmup_seconds));
+  if (m > 1) step_ppm = std::min(step_ppm, 50000.0 / (0.5 * double(m - 1)));
+  for (int i = 0; i < m; ++i) {
+    LoadSession* raw = sessions[size_t(i)].get();
     ViewerConfig vc;
     vc.codec = codec;
     vc.audio = false;
@@ -114,16 +124,16 @@ std::string CreateSessions(const LoadOptions& o, const ClipPtr& clip, VideoCodec
                              {{"host", "127.0.0.1"}, {"video_port", raw->viewer->video_port()}});
     if (!vr || vr->status != 201) return "cannot add a viewer: " + (vr ? vr->error() : vr.error());
     PublisherConfig pc;
-    pc.host = r->body["ingest"]["host"];
-    pc.video_port = r->body["ingest"]["video_port"];
-    pc.start_delay_ms = gop_ms * double(i) / double(n);
+    pc.host = ingest[size_t(i)]["host"];
+    pc.video_port = ingest[size_t(i)]["video_port"];
+    pc.start_delay_ms = gop_ms * double(i) / double(m);
     if (o.frame_phase != "created") {
       double at = t0 + std::round(pc.start_delay_ms / frame_ms) * frame_ms;
-      if (o.frame_phase != "aligned") at += frame_ms * double(i) / double(n);  // spread, drift
+      if (o.frame_phase != "aligned") at += frame_ms * double(i) / double(m);  // spread, drift
       const double gop_frames_ms = std::max(1.0, std::round(gop_ms / frame_ms)) * frame_ms;
       while (at < NowMs() + 20) at += gop_frames_ms;
       pc.start_at_ms = at;
-      if (o.frame_phase == "drift") pc.clock_ppm = (double(i) - 0.5 * double(n - 1)) * step_ppm;
+      if (o.frame_phase == "drift") pc.clock_ppm = (double(i) - 0.5 * double(m - 1)) * step_ppm;
     }
     auto p = RtpPublisher::Start(clip, pc, [raw](uint32_t ts, double ms) { raw->OnSent(ts, ms); });
     if (!p) return p.error();

@@ -48,11 +48,12 @@ using LoadSessions = std::vector<std::unique_ptr<LoadSession>>;
 // among them: they come after.
 std::map<std::string, std::string> EndedByServer(const LoadSessions& sessions);
 
-// Creates a stage's n sessions through the entry URL (ids id_prefix + index), each with an RTP
-// viewer and a publisher whose start is staggered over one GOP (gop_ms), its frame phase as
-// o.frame_phase asks (frame_ms: the clip's frame interval). With o.run_admitted, a
+// Creates a stage's n sessions through the entry URL (ids id_prefix + index), then gives each
+// an RTP viewer and a publisher whose start is staggered over one GOP (gop_ms), its frame phase
+// as o.frame_phase asks (frame_ms: the clip's frame interval). With o.run_admitted, a
 // 503 after the first session ends the creation: the remaining ones are offered too and must be
-// refused (res.refused, res.refusal). Returns why the stage cannot run, or "".
+// refused (res.refused, res.refusal), and the starts, phases and clocks are spread over the
+// admitted sessions alone. Returns why the stage cannot run, or "".
 std::string CreateSessions(const LoadOptions& o, const ClipPtr& clip, VideoCodec codec, double gop_ms,
                            double frame_ms, const std::string& id_prefix, int n, LoadSessions& sessions,
                            std::set<std::string>& ours, StageResult& res);

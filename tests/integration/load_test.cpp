@@ -92,6 +92,16 @@ TEST(Load, RunAdmittedMeasuresTheAdmittedSessionsAndCountsTheRefused) {
   EXPECT_GT(s["window_s"].get<double>(), 2.0);
   EXPECT_EQ(s["session_fps"].size(), 2u);
   for (const auto& fps : s["session_fps"]) EXPECT_GT(fps.get<double>(), 10.0) << s.dump();
+  // The frame phases and clocks (drift, the default) are spread over the 2 that run, not the 3
+  // offered: half a frame apart (not a third), clocks at -/+ half the step (2.5 s measured:
+  // 13333 ppm), not -1 and 0 steps.
+  const double frame_ms = 1000.0 / 30;
+  ASSERT_EQ(s["frame_phases_ms"].size(), 2u) << s.dump();
+  const double apart = s["frame_phases_ms"][1].get<double>() - s["frame_phases_ms"][0].get<double>();
+  EXPECT_LT(std::abs(std::fmod(apart - frame_ms / 2 + 1.5 * frame_ms, frame_ms) - 0.5 * frame_ms), 4.0)
+      << "phases " << s["frame_phases_ms"].dump() << " ms: not half a frame apart";
+  for (int i = 0; i < 2; ++i)
+    EXPECT_NEAR(s["clock_ppm"][i].get<double>(), (i - 0.5) * 1e6 * frame_ms / 2500.0, 3000.0) << s["clock_ppm"].dump();
   EXPECT_NE(j["runs"][0]["stopped"].get<std::string>().find("2 of 3 offered sessions admitted"), std::string::npos);
   std::ifstream md(out + "/load.md");
   const std::string table((std::istreambuf_iterator<char>(md)), std::istreambuf_iterator<char>());
