@@ -33,6 +33,7 @@ import json, sys
 j = json.load(sys.stdin)
 c = j["capacity"]
 print(json.dumps({"capacity_sessions": c["sessions"], "kind": c["kind"], "headroom": j["headroom"],
+                  "cpu_budget_ms_per_s": c.get("cpu_budget_ms_per_s"),
                   "transcode_ms": c["transcode_ms_by_codec"], "limit_sessions": round(c["limit_sessions"], 2),
                   "costs": [k for k in c["costs"] if k["samples"] > 0],
                   "admit_speed_step": c.get("admit_speed_step"), "encode_ms_by_step": c.get("encode_ms_by_step"),
@@ -67,3 +68,7 @@ run h264-bypass bypass "$media/sample_720p30_h264.mkv" 8,12,16 8,12,16,24
 run vp8-full_blur full_blur "$media/sample_720p30.ivf" 2,4 2,4,8
 run h264-full_blur full_blur "$media/sample_720p30_h264.mkv" 2,4 2,4,8
 for f in "$out"/${KINDS:+[vh]}*/load.md; do echo "== $f"; grep '^|' "$f"; done
+# Predicted against measured, per kind (scripts/capacity-summary.py; MEASURED_FROM: another
+# run's OUT for its fixed-cap ramps, with SKIP_MEASURED).
+echo "== predicted against measured"
+python3 "$(dirname "$0")/capacity-summary.py" "$out" ${MEASURED_FROM:+--measured-from "$MEASURED_FROM"} || true
