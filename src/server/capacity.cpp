@@ -260,7 +260,7 @@ CapacityMemory CapacityModel::Memory() const {
   CapacityMemory m;
   MutexLock lk(mu_);
   for (const auto& [k, l] : learned_)
-    if (l.samples > 0) m.costs.push_back({k.first, k.second, l.value, l.samples});
+    if (l.samples > 0) m.costs.push_back({k.first, k.second, l.value, l.samples, TranscodeMs(k.first)});
   for (const auto& [k, l] : encode_)
     if (l.samples > 0) m.encodes.push_back({k.first, k.second, l.value, l.samples});
   return m;
@@ -268,8 +268,12 @@ CapacityMemory CapacityModel::Memory() const {
 
 void CapacityModel::Restore(const CapacityMemory& m) {
   MutexLock lk(mu_);
-  for (const CapacityMemory::Cost& c : m.costs)
-    if (c.ratio > 0 && c.samples > 0) learned_[{c.codec, c.mode}] = {c.ratio, c.samples};
+  for (const CapacityMemory::Cost& c : m.costs) {
+    if (!(c.ratio > 0) || c.samples <= 0) continue;
+    const double now = TranscodeMs(c.codec);  // takes no lock: transcode_ms_ is const
+    const double ratio = c.transcode_ms > 0 && now > 0 ? c.ratio * c.transcode_ms / now : c.ratio;
+    learned_[{c.codec, c.mode}] = {ratio, c.samples};
+  }
   for (const CapacityMemory::Encode& e : m.encodes)
     if (e.ms > 0 && e.samples > 0 && e.step >= 0 && e.step < VideoEncoder::kMaxSpeedSteps)
       encode_[{e.codec, e.step}] = {e.ms, e.samples};

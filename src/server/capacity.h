@@ -92,6 +92,12 @@ struct CapacityMemory {
     Mode mode = Mode::kAnonymize;
     double ratio = 0;  // CPU per frame / transcode
     int samples = 0;
+    // The transcode (ms per 720p frame) the ratio is a multiple of: the startup timing of the
+    // process that learned it. Restore carries the learned CPU per frame over, not the ratio:
+    // one startup timing reads 20-60% high now and then, where the learned cost is an average
+    // of many seconds (docs/capacity.md, "Kept across restarts"). 0: not known (a file from
+    // before it was kept): the ratio is used as it is.
+    double transcode_ms = 0;
   };
   struct Encode {
     VideoCodec codec = VideoCodec::kVp8;
@@ -122,7 +128,9 @@ class CapacityModel {
   // The same with its encoder at the plan step (step 0's cost until that step was measured).
   double PlannedMsPerFrame(const SessionLoad& s) const;
   // What it learned, and the same put back (a restarted node: learned figures replace the
-  // priors at once, and learning goes on from their sample counts).
+  // priors at once, and learning goes on from their sample counts). A cost whose transcode is
+  // known comes back as the same CPU per frame: its ratio times that transcode over this
+  // model's.
   CapacityMemory Memory() const;
   void Restore(const CapacityMemory& m);
   // Learns from a session's measured CPU per frame (ms) at its size and mode, its encoder at step 0.

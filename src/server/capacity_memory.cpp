@@ -53,7 +53,8 @@ std::string CapacityStateJson(const CapacityMemory& m, const CapacityKey& key, c
             {"costs", json::array()},
             {"encodes", json::array()}};
   for (const auto& c : m.costs)
-    j["costs"].push_back({{"codec", Name(c.codec)}, {"mode", ModeName(c.mode)}, {"ratio", c.ratio}, {"samples", c.samples}});
+    j["costs"].push_back({{"codec", Name(c.codec)}, {"mode", ModeName(c.mode)}, {"ratio", c.ratio}, {"samples", c.samples},
+                          {"transcode_ms", c.transcode_ms}});
   for (const auto& e : m.encodes)
     j["encodes"].push_back({{"codec", Name(e.codec)}, {"step", e.step}, {"ms", e.ms}, {"samples", e.samples}});
   return j.dump(1) + "\n";
@@ -99,14 +100,18 @@ Result<CapacityMemory> ParseCapacityState(const std::string& text, const Capacit
   if (costs->size() > 64 || encodes->size() > 256) return bad("more figures than codecs, modes and steps allow");
   for (const json& c : *costs) {
     std::string codec, mode;
-    double ratio = 0, samples = 0;
+    double ratio = 0, samples = 0, transcode_ms = 0;
     if (!c.is_object() || !str(c, "codec", &codec) || !str(c, "mode", &mode) || !num(c, "ratio", 1e-3, 100, &ratio) ||
         !num(c, "samples", 1, 1e9, &samples))
       return bad("a cost entry out of range or incomplete: " + c.dump());
+    // The transcode it is a multiple of: optional (0 or absent: not known), else a real timing.
+    if (c.contains("transcode_ms") && !num(c, "transcode_ms", 0, 10000, &transcode_ms))
+      return bad("a cost entry's transcode_ms out of range: " + c.dump());
+    if (transcode_ms > 0 && transcode_ms < 1e-2) return bad("a cost entry's transcode_ms out of range: " + c.dump());
     auto vc = ParseVideoCodec(codec);
     auto md = ParseMode(mode);
     if (!vc || !md) return bad("a cost entry of an unknown codec or mode: " + c.dump());
-    m.costs.push_back({*vc, *md, ratio, int(samples)});
+    m.costs.push_back({*vc, *md, ratio, int(samples), transcode_ms});
   }
   for (const json& e : *encodes) {
     std::string codec;

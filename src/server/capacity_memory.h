@@ -7,8 +7,11 @@
 // of veil, and the same settings that change what a session costs (the caller's text: encoder,
 // decoder, privacy, detector, inference and the executor's keys). Anything else (another
 // machine, an upgrade, a changed detection size) and the node starts from its priors, and says
-// why. The learned ratios are multiples of the startup transcode, so a restart on a slower
-// minute still scales them by what it timed.
+// why. A learned cost comes back as the CPU per frame it was learned as (its ratio times the
+// transcode the learning process timed, over the one this start timed): one startup timing
+// reads 20-60% high now and then (one H.264 start read 16.2 ms where the next read 10.1, and its
+// sessions' learned 1.00x of it was 16.3 ms a frame, as the others' 1.5x), so rescaling by a new
+// timing moved a learned cost by that timing's noise.
 #pragma once
 #include <string>
 

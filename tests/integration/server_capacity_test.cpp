@@ -115,6 +115,8 @@ namespace {
 struct Learned {
   int samples = 0;
   double ratio = 0;
+  double cpu_ms = 0;        // per 720p frame: the ratio times this start's transcode
+  double transcode_ms = 0;  // this start's timing
   std::string memory;
 };
 Learned Vp8Anonymize(ServerProcess& server) {
@@ -125,7 +127,9 @@ Learned Vp8Anonymize(ServerProcess& server) {
     if (k["codec"] == "vp8" && k["mode"] == "anonymize") {
       l.samples = k["samples"].get<int>();
       l.ratio = k["cpu_per_frame_vs_transcode"].get<double>();
+      l.cpu_ms = k["cpu_ms_per_720p_frame"].get<double>();
     }
+  l.transcode_ms = r.body["capacity"]["transcode_ms_by_codec"].value("vp8", 0.0);
   return l;
 }
 }  // namespace
@@ -160,7 +164,11 @@ TEST(Server, ARestartedNodeKeepsWhatItsCapacityModelLearned) {
     const Learned restored = Vp8Anonymize(again);
     EXPECT_EQ(restored.memory.rfind("restored from " + path + ": 1 learned costs", 0), 0u) << restored.memory;
     EXPECT_EQ(restored.samples, taught.samples);
-    EXPECT_NEAR(restored.ratio, taught.ratio, 1e-9);
+    // The same CPU per frame, whatever this start's timing read (each start times its own
+    // transcode; the ratio follows it).
+    EXPECT_NEAR(restored.cpu_ms, taught.cpu_ms, 1e-6 * taught.cpu_ms);
+    ASSERT_GT(restored.transcode_ms, 0);
+    EXPECT_NEAR(restored.ratio, taught.ratio * taught.transcode_ms / restored.transcode_ms, 1e-6 * taught.ratio);
     EXPECT_TRUE(again.Call("GET", "/readyz").body["capacity"]["cost_learned"].get<bool>());
     EXPECT_EQ(again.Stop(), 0);
   }

@@ -82,6 +82,39 @@ TEST(CapacityMemory, ARestoredModelAdmitsWhatTheTaughtOneAdmitted) {
   EXPECT_NEAR(restored.Ratio(VideoCodec::kVp8, Mode::kAnonymize), 1.2 + 0.1 * (2.2 - 1.2), 1e-9);
 }
 
+// A restart whose startup timing reads another transcode (a slow second: 13 ms where the
+// learning process read 10) gets back the CPU per frame its sessions cost, 12 ms, not 1.2x of
+// the new timing (15.6 ms, one session fewer); a file without the transcode (written before it
+// was kept) restores the ratio as it is.
+TEST(CapacityMemory, ALearnedCostComesBackAsTheSameCpuPerFrameWhateverTheNewTimingReads) {
+  CapacityModel taught(TwoCores(), {{VideoCodec::kVp8, 10.0}}, {{VideoCodec::kVp8, 6.0}});
+  for (int i = 0; i < 12; ++i) taught.Learn(At720p(Mode::kAnonymize), 12.0);
+  const CapacityMemory kept = taught.Memory();
+  ASSERT_EQ(kept.costs.size(), 1u);
+  EXPECT_NEAR(kept.costs[0].transcode_ms, 10.0, 1e-12);
+  auto read = ParseCapacityState(CapacityStateJson(kept, Key(), "2026-12-05T19:00:00Z"), Key());
+  ASSERT_TRUE(read.ok()) << read.error();
+  ASSERT_EQ(read->costs.size(), 1u);
+  EXPECT_NEAR(read->costs[0].transcode_ms, 10.0, 1e-12);
+
+  CapacityModel slow_start(TwoCores(), {{VideoCodec::kVp8, 13.0}}, {{VideoCodec::kVp8, 6.0}});
+  slow_start.Restore(*read);
+  EXPECT_NEAR(slow_start.CostMsPerFrame(At720p(Mode::kAnonymize)), 12.0, 1e-9);
+  EXPECT_NEAR(slow_start.Ratio(VideoCodec::kVp8, Mode::kAnonymize), 12.0 / 13.0, 1e-9);
+  // 12 ms x 30 = 360 ms/s a session (no plan share measured): 1500 / 360 = 4.2, as taught.
+  EXPECT_EQ(slow_start.CapacitySessions(VideoCodec::kVp8, Mode::kAnonymize), 4);
+  EXPECT_EQ(taught.CapacitySessions(VideoCodec::kVp8, Mode::kAnonymize), 4);
+
+  CapacityMemory old = kept;
+  old.costs[0].transcode_ms = 0;
+  auto read_old = ParseCapacityState(CapacityStateJson(old, Key(), "2026-12-05T19:00:00Z"), Key());
+  ASSERT_TRUE(read_old.ok()) << read_old.error();
+  CapacityModel from_old(TwoCores(), {{VideoCodec::kVp8, 13.0}}, {{VideoCodec::kVp8, 6.0}});
+  from_old.Restore(*read_old);
+  EXPECT_NEAR(from_old.Ratio(VideoCodec::kVp8, Mode::kAnonymize), 1.2, 1e-9);
+  EXPECT_NEAR(from_old.CostMsPerFrame(At720p(Mode::kAnonymize)), 15.6, 1e-9);
+}
+
 // Learned elsewhere, it is not used, and the reason names what differs.
 TEST(CapacityMemory, AFileFromAnotherCpuCoresBuildOrSettingsIsNotUsed) {
   CapacityModel m(TwoCores(), {{VideoCodec::kVp8, 10.0}});
@@ -135,6 +168,10 @@ TEST(CapacityMemory, ADamagedFileIsRefusedWithAReason) {
   EXPECT_NE(refused(with("\"ratio\": 1.2", "\"ratio\": -1.2")).find("a cost entry out of range"), std::string::npos);
   EXPECT_NE(refused(with("\"ratio\": 1.2", "\"ratio\": 1e300")).find("a cost entry out of range"), std::string::npos);
   EXPECT_NE(refused(with("\"ratio\": 1.2", "\"ratio\": \"1.2\"")).find("a cost entry out of range"), std::string::npos);
+  for (const char* t : {"-10.0", "1e-05", "1e9", "\"10\""})
+    EXPECT_NE(refused(with("\"transcode_ms\": 10.0", std::string("\"transcode_ms\": ") + t)).find("transcode_ms out of range"),
+              std::string::npos)
+        << t;
   EXPECT_NE(refused(with("\"mode\": \"anonymize\"", "\"mode\": \"blurry\"")).find("unknown codec or mode"),
             std::string::npos);
   EXPECT_NE(refused(with("\"step\": 1", "\"step\": 99")).find("an encode entry out of range"), std::string::npos);
