@@ -387,12 +387,17 @@ CostLearner::StepResult CostLearner::Step(CapacityModel& model, const std::map<s
     if (!in.steady || in.frames < kMinFrames) continue;
     double ms = in.cpu_ms * share / double(in.frames);
     // Its encodes at a faster step than 0 as they would have cost at step 0 (per 720p frame,
-    // scaled to its size), with the share of the process's CPU they carried.
+    // scaled to its size). The difference is the encoder's own CPU alone: the process's CPU
+    // beyond the sessions' threads (detection, packetization, HTTP) does not grow with the
+    // encoder's effort, so `share` is not applied to it. (Until 2026-12-05 evening it was, and an
+    // H.264 session at ultrafast, 6.3 ms an encode under veryfast's with a share of 1.2-1.3, was
+    // learned 1.5-2 ms a frame dearer at step 0 than sessions there cost; the plan subtracts the
+    // step's saving unscaled, so the difference stayed in every admission.)
     const double scale = model.PixelsScale(in.r->load.width, in.r->load.height);
     for (int k = 1; k < VideoEncoder::kMaxSpeedSteps; ++k) {
       if (in.encode_frames[k] == 0) continue;
       const double step0 = model.EncodeMs(in.r->load.codec, 0) * scale * double(in.encode_frames[k]);
-      ms += (step0 - in.encode_cpu_ms[k]) * share / double(in.frames);
+      ms += (step0 - in.encode_cpu_ms[k]) / double(in.frames);
     }
     const bool encoder_only = in.r->shed_level <= in.r->encoder_steps;
     if (in.r->shed_level > 0 && !encoder_only && !(ms > model.CostMsPerFrame(in.r->load))) continue;

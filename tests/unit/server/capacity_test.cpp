@@ -520,6 +520,30 @@ TEST(CostLearner, ASessionSheddingEncoderSpeedAloneIsLearnedAtStepZerosEncodeCos
   EXPECT_NEAR(m.EncodeMs(VideoCodec::kVp8, 4), 3.0, 1e-9);  // its encodes still teach step 4
 }
 
+// The process took half as much CPU again as the sessions' threads (detection, packetization):
+// a session at the plan step is learned with that share on what it took, and its encodes'
+// difference from step 0 is added as the encoder's own CPU, not scaled by the share. So a
+// session measured at the plan step is planned at what it cost there.
+TEST(CostLearner, TheEncodesDifferenceFromStepZeroIsNotScaledByTheProcessShare) {
+  // Transcode 10 ms, its encode 7: step 0's encodes are costed 7 ms (not measured yet).
+  CapacityOptions o = TwoCores();
+  o.plan_speed_step = 2;
+  CapacityModel m(o, {{VideoCodec::kVp8, 10.0}}, {{VideoCodec::kVp8, 7.0}});
+  CostLearner l;
+  Reading a;
+  a.r.encoder_steps = 4;
+  a.r.shed_level = 2;  // encoder speed alone
+  for (int i = 0; i < 3; ++i) StepOnce(l, m, {{"a", &a.RunEncoding(10, 3, 2)}}, 300, 1.5);
+  const auto r = StepOnce(l, m, {{"a", &a.RunEncoding(10, 3, 2)}}, 300, 1.5);
+  ASSERT_EQ(r.learned, 1);
+  // 10 ms x 1.5 = 15 ms a frame as it ran; at step 0, 15 + (7 - 3) = 19 (1.9x), not
+  // 15 + 4 x 1.5 = 21.
+  EXPECT_NEAR(m.Ratio(VideoCodec::kVp8, Mode::kAnonymize), 1.9, 1e-9);
+  EXPECT_NEAR(m.EncodeMs(VideoCodec::kVp8, 2), 3.0, 1e-9);
+  // Planned at step 2: 19 - (7 - 3) = 15, what it cost.
+  EXPECT_NEAR(m.PlannedMsPerFrame(Session(Mode::kAnonymize)), 15.0, 1e-9);
+}
+
 TEST(CostLearner, EncodeCountersThatWentBackTeachNothing) {
   CapacityModel m(TwoCores(), {{VideoCodec::kVp8, 10.0}}, {{VideoCodec::kVp8, 7.0}});
   CostLearner l;
