@@ -389,10 +389,10 @@ CostLearner::StepResult CostLearner::Step(CapacityModel& model, const std::map<s
     // Its encodes at a faster step than 0 as they would have cost at step 0 (per 720p frame,
     // scaled to its size). The difference is the encoder's own CPU alone: the process's CPU
     // beyond the sessions' threads (detection, packetization, HTTP) does not grow with the
-    // encoder's effort, so `share` is not applied to it. (Until 2026-12-05 evening it was, and an
-    // H.264 session at ultrafast, 6.3 ms an encode under veryfast's with a share of 1.2-1.3, was
-    // learned 1.5-2 ms a frame dearer at step 0 than sessions there cost; the plan subtracts the
-    // step's saving unscaled, so the difference stayed in every admission.)
+    // encoder's effort, so `share` is not applied to it. (Until 2026-12-05 evening it was: an
+    // H.264 session at ultrafast, 6.3 ms an encode under veryfast's, with the process at about
+    // 1.2-1.3x its sessions' threads, was learned about 1-2 ms a frame dearer at step 0; the plan
+    // subtracts the step's saving unscaled, so the difference stayed in every admission.)
     const double scale = model.PixelsScale(in.r->load.width, in.r->load.height);
     for (int k = 1; k < VideoEncoder::kMaxSpeedSteps; ++k) {
       if (in.encode_frames[k] == 0) continue;
