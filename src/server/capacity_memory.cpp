@@ -105,9 +105,9 @@ Result<CapacityMemory> ParseCapacityState(const std::string& text, const Capacit
         !num(c, "samples", 1, 1e9, &samples))
       return bad("a cost entry out of range or incomplete: " + c.dump());
     // The transcode it is a multiple of: optional (0 or absent: not known), else a real timing.
-    if (c.contains("transcode_ms") && !num(c, "transcode_ms", 0, 10000, &transcode_ms))
+    if (c.contains("transcode_ms") &&
+        (!num(c, "transcode_ms", 0, 10000, &transcode_ms) || (transcode_ms > 0 && transcode_ms < 1e-2)))
       return bad("a cost entry's transcode_ms out of range: " + c.dump());
-    if (transcode_ms > 0 && transcode_ms < 1e-2) return bad("a cost entry's transcode_ms out of range: " + c.dump());
     auto vc = ParseVideoCodec(codec);
     auto md = ParseMode(mode);
     if (!vc || !md) return bad("a cost entry of an unknown codec or mode: " + c.dump());
