@@ -51,6 +51,9 @@ struct ServerSettings {
   // Admission (max_sessions = auto) plans each re-encoding session with its encoder at this speed
   // step of its ladder (0: the configured speed), at the cost its sessions measured there.
   int admit_speed_step = 2;
+  // The standalone transcode (the limit, and what the cost model's ratios multiply) is timed again
+  // once the node has been idle this long, s (0: only at startup; server/capacity.h, Retime).
+  double retime_s = 60;
   // A file where the node keeps what its cost model learned, read at startup (empty: none;
   // server/capacity_memory.h).
   std::string capacity_state;

@@ -163,12 +163,50 @@ CapacityModel::CapacityModel(const CapacityOptions& o, std::map<VideoCodec, doub
       transcode_ms_(std::move(transcode_ms)),
       encode_ms_(std::move(encode_ms)),
       plan_encode_ratio_(std::move(plan_encode_ratio)),
-      prior_plan_ratio_(std::move(prior_plan_ratio)) {}
+      prior_plan_ratio_(std::move(prior_plan_ratio)) {
+  for (const auto& [codec, ms] : transcode_ms_) {
+    auto e = encode_ms_.find(codec);
+    auto p = plan_encode_ratio_.find(codec);
+    timings_[codec].push_back({ms, e == encode_ms_.end() ? 0 : e->second, p == plan_encode_ratio_.end() ? 0 : p->second});
+  }
+}
+
+void CapacityModel::Retime(VideoCodec codec, const TranscodeTiming& t) {
+  if (!(t.total_ms > 0)) return;
+  MutexLock lk(mu_);
+  auto it = timings_.find(codec);
+  if (it == timings_.end()) return;
+  std::vector<TranscodeTiming>& kept = it->second;
+  kept.push_back(t);
+  if (int(kept.size()) > kKeptTimings) kept.erase(kept.begin(), kept.end() - kKeptTimings);
+  const TranscodeTiming& best =
+      *std::min_element(kept.begin(), kept.end(), [](const auto& a, const auto& b) { return a.total_ms < b.total_ms; });
+  const double was = transcode_ms_[codec];
+  transcode_ms_[codec] = best.total_ms;
+  if (best.encode_ms > 0) encode_ms_[codec] = best.encode_ms;
+  if (best.plan_encode_ratio > 0) plan_encode_ratio_[codec] = best.plan_encode_ratio;
+  if (!(was > 0) || best.total_ms == was) return;
+  // A learned cost keeps its CPU per frame (capacity.h).
+  for (auto& [k, l] : learned_)
+    if (k.first == codec && l.samples > 0) l.value *= was / best.total_ms;
+}
+
+std::vector<double> CapacityModel::KeptTimings(VideoCodec codec) const {
+  std::vector<double> out;
+  MutexLock lk(mu_);
+  if (auto it = timings_.find(codec); it != timings_.end())
+    for (const TranscodeTiming& t : it->second) out.push_back(t.total_ms);
+  return out;
+}
 
 double CapacityModel::SessionsPlanEncodeRatio(VideoCodec codec) const {
+  MutexLock lk(mu_);
+  return SessionsPlanEncodeRatioLocked(codec);
+}
+
+double CapacityModel::SessionsPlanEncodeRatioLocked(VideoCodec codec) const {
   if (o_.plan_speed_step <= 0) return 1;
   const int step = std::min(o_.plan_speed_step, VideoEncoder::kMaxSpeedSteps - 1);
-  MutexLock lk(mu_);
   auto at0 = encode_.find({codec, 0}), at = encode_.find({codec, step});
   if (at0 == encode_.end() || at == encode_.end() || at0->second.samples < kMinPlanSamples ||
       at->second.samples < kMinPlanSamples || !(at0->second.value > 0))
@@ -177,12 +215,17 @@ double CapacityModel::SessionsPlanEncodeRatio(VideoCodec codec) const {
 }
 
 double CapacityModel::PlanEncodeRatio(VideoCodec codec) const {
+  MutexLock lk(mu_);
+  return PlanEncodeRatioLocked(codec);
+}
+
+double CapacityModel::PlanEncodeRatioLocked(VideoCodec codec) const {
   if (o_.plan_speed_step <= 0) return 1;
   auto p = plan_encode_ratio_.find(codec);
   double r = p == plan_encode_ratio_.end() || !(p->second > 0) ? -1 : p->second;
   // Each figure is biased toward saving too little (capacity.h): the smaller ratio is the nearer.
   // The prior stands in for the sessions' own until they measured it.
-  double s = SessionsPlanEncodeRatio(codec);
+  double s = SessionsPlanEncodeRatioLocked(codec);
   if (!(s > 0))
     if (auto q = prior_plan_ratio_.find(codec); q != prior_plan_ratio_.end() && q->second > 0) s = q->second;
   if (s > 0 && (r < 0 || s < r)) r = s;
@@ -190,6 +233,11 @@ double CapacityModel::PlanEncodeRatio(VideoCodec codec) const {
 }
 
 double CapacityModel::TranscodeMs(VideoCodec codec) const {
+  MutexLock lk(mu_);
+  return TranscodeMsLocked(codec);
+}
+
+double CapacityModel::TranscodeMsLocked(VideoCodec codec) const {
   auto it = transcode_ms_.find(codec);
   if (it != transcode_ms_.end()) return it->second;
   double worst = 0;  // an unmeasured codec: the dearest measured one
@@ -199,6 +247,10 @@ double CapacityModel::TranscodeMs(VideoCodec codec) const {
 
 double CapacityModel::Ratio(VideoCodec codec, Mode mode) const {
   MutexLock lk(mu_);
+  return RatioLocked(codec, mode);
+}
+
+double CapacityModel::RatioLocked(VideoCodec codec, Mode mode) const {
   auto it = learned_.find({codec, mode});
   return it != learned_.end() && it->second.samples > 0 ? it->second.value : PriorRatio(mode, o_.bypass_forward);
 }
@@ -211,25 +263,28 @@ int CapacityModel::Samples(VideoCodec codec, Mode mode) const {
 
 std::vector<CapacityModel::Cost> CapacityModel::Costs() const {
   std::vector<Cost> out;
-  for (const auto& [codec, ms] : transcode_ms_)
+  MutexLock lk(mu_);  // one lock: the figures of one model, whatever Retime does
+  for (const auto& kv : transcode_ms_)
     for (Mode m : {Mode::kAnonymize, Mode::kBypass, Mode::kFullBlur}) {
-      SessionLoad s;
-      s.codec = codec;
-      s.mode = m;
-      out.push_back({codec, m, Ratio(codec, m), Samples(codec, m), PlannedMsPerFrame(s)});
+      const VideoCodec codec = kv.first;
+      auto l = learned_.find({codec, m});
+      const double ratio = RatioLocked(codec, m);
+      out.push_back({codec, m, ratio, l == learned_.end() ? 0 : l->second.samples,
+                     PlannedMsPerFrameLocked(codec, m) * PixelsScale(0, 0), ratio * TranscodeMsLocked(codec)});
     }
   return out;
 }
 
 double CapacityModel::EncodeMs(VideoCodec codec, int step) const {
-  {
-    MutexLock lk(mu_);
-    auto it = encode_.find({codec, step});
-    if (it != encode_.end() && it->second.samples > 0) return it->second.value;
-  }
+  MutexLock lk(mu_);
+  return EncodeMsLocked(codec, step);
+}
+
+double CapacityModel::EncodeMsLocked(VideoCodec codec, int step) const {
+  if (auto it = encode_.find({codec, step}); it != encode_.end() && it->second.samples > 0) return it->second.value;
   if (step != 0) return -1;
   auto it = encode_ms_.find(codec);
-  return it != encode_ms_.end() ? it->second : TranscodeMs(codec);
+  return it != encode_ms_.end() ? it->second : TranscodeMsLocked(codec);
 }
 
 int CapacityModel::EncodeSamples(VideoCodec codec, int step) const {
@@ -239,14 +294,19 @@ int CapacityModel::EncodeSamples(VideoCodec codec, int step) const {
 }
 
 double CapacityModel::PlanSavingMs(VideoCodec codec, Mode mode) const {
+  MutexLock lk(mu_);
+  return PlanSavingMsLocked(codec, mode);
+}
+
+double CapacityModel::PlanSavingMsLocked(VideoCodec codec, Mode mode) const {
   // A forwarding bypass session runs no encoder; step 0 plans nothing away.
   if ((mode == Mode::kBypass && o_.bypass_forward) || o_.plan_speed_step <= 0) return 0;
   // The plan step's share of an encode (PlanEncodeRatio) applied to what step 0's encodes cost
   // in the sessions.
-  if (const double r = PlanEncodeRatio(codec); r >= 0) return EncodeMs(codec, 0) * (1 - r);
-  const double planned = EncodeMs(codec, std::min(o_.plan_speed_step, VideoEncoder::kMaxSpeedSteps - 1));
+  if (const double r = PlanEncodeRatioLocked(codec); r >= 0) return EncodeMsLocked(codec, 0) * (1 - r);
+  const double planned = EncodeMsLocked(codec, std::min(o_.plan_speed_step, VideoEncoder::kMaxSpeedSteps - 1));
   if (planned < 0) return 0;  // that step not measured yet: the configured speed's cost
-  return std::max(0.0, EncodeMs(codec, 0) - planned);
+  return std::max(0.0, EncodeMsLocked(codec, 0) - planned);
 }
 
 void CapacityModel::LearnEncode(VideoCodec codec, int step, int w, int h, double encode_ms_per_frame) {
@@ -260,7 +320,7 @@ CapacityMemory CapacityModel::Memory() const {
   CapacityMemory m;
   MutexLock lk(mu_);
   for (const auto& [k, l] : learned_)
-    if (l.samples > 0) m.costs.push_back({k.first, k.second, l.value, l.samples, TranscodeMs(k.first)});
+    if (l.samples > 0) m.costs.push_back({k.first, k.second, l.value, l.samples, TranscodeMsLocked(k.first)});
   for (const auto& [k, l] : encode_)
     if (l.samples > 0) m.encodes.push_back({k.first, k.second, l.value, l.samples});
   return m;
@@ -270,7 +330,7 @@ void CapacityModel::Restore(const CapacityMemory& m) {
   MutexLock lk(mu_);
   for (const CapacityMemory::Cost& c : m.costs) {
     if (!(c.ratio > 0) || c.samples <= 0) continue;
-    const double now = TranscodeMs(c.codec);  // takes no lock: transcode_ms_ is const
+    const double now = TranscodeMsLocked(c.codec);
     const double ratio = c.transcode_ms > 0 && now > 0 ? c.ratio * c.transcode_ms / now : c.ratio;
     learned_[{c.codec, c.mode}] = {ratio, c.samples};
   }
@@ -291,13 +351,19 @@ double CapacityModel::PixelsScale(int w, int h) const {
 }
 
 double CapacityModel::CostMsPerFrame(const SessionLoad& s) const {
-  return Ratio(s.codec, s.mode) * TranscodeMs(s.codec) * PixelsScale(s.width, s.height);
+  MutexLock lk(mu_);  // one lock: a Retime between the ratio and the transcode would mix them
+  return RatioLocked(s.codec, s.mode) * TranscodeMsLocked(s.codec) * PixelsScale(s.width, s.height);
 }
 
 double CapacityModel::PlannedMsPerFrame(const SessionLoad& s) const {
-  const double full = Ratio(s.codec, s.mode) * TranscodeMs(s.codec);
+  MutexLock lk(mu_);
+  return PlannedMsPerFrameLocked(s.codec, s.mode) * PixelsScale(s.width, s.height);
+}
+
+double CapacityModel::PlannedMsPerFrameLocked(VideoCodec codec, Mode mode) const {
+  const double full = RatioLocked(codec, mode) * TranscodeMsLocked(codec);
   // Never below a fifth of the full cost, whatever the steps' measurements say.
-  return std::max(0.2 * full, full - PlanSavingMs(s.codec, s.mode)) * PixelsScale(s.width, s.height);
+  return std::max(0.2 * full, full - PlanSavingMsLocked(codec, mode));
 }
 
 double CapacityModel::CostMsPerS(const SessionLoad& s) const {
@@ -305,11 +371,10 @@ double CapacityModel::CostMsPerS(const SessionLoad& s) const {
 }
 
 void CapacityModel::Learn(const SessionLoad& s, double cpu_ms_per_frame) {
-  const double base = TranscodeMs(s.codec) * PixelsScale(s.width, s.height);
-  if (!(cpu_ms_per_frame > 0) || !(base > 0)) return;
-  const double r = cpu_ms_per_frame / base;
   MutexLock lk(mu_);
-  learned_[{s.codec, s.mode}].Add(r);
+  const double base = TranscodeMsLocked(s.codec) * PixelsScale(s.width, s.height);
+  if (!(cpu_ms_per_frame > 0) || !(base > 0)) return;
+  learned_[{s.codec, s.mode}].Add(cpu_ms_per_frame / base);
 }
 
 int CapacityModel::CapacitySessions(VideoCodec codec, Mode mode) const {

@@ -170,6 +170,17 @@ class CapacityModel {
   // The model's CPU per frame as a multiple of the standalone transcode.
   double Ratio(VideoCodec codec, Mode mode) const;
   double TranscodeMs(VideoCodec codec) const;
+  // The standalone transcode timed again (server.retime_s: the node idle). The model's figure
+  // for a codec is the cheapest of its last kKeptTimings timings, the startup one among them: a
+  // burst of other work only ever adds time, so one high read (one start in five read 20-60%
+  // high here) is outvoted by the next, while a machine that stays slower shows once every kept
+  // timing is slower. When the figure moves, the priors and the limit follow it and a learned
+  // cost keeps its CPU per frame (its ratio rescaled, as Restore does): a learned cost is many
+  // seconds of the sessions' own CPU, the better figure. A codec never timed is left out.
+  void Retime(VideoCodec codec, const TranscodeTiming& t);
+  static constexpr int kKeptTimings = 3;
+  // The timings a codec's figure is the cheapest of, oldest first (total ms per frame).
+  std::vector<double> KeptTimings(VideoCodec codec) const;
   const CapacityOptions& options() const { return o_; }
   // How many samples a (codec, mode) ratio has learned from (0: the prior).
   int Samples(VideoCodec codec, Mode mode) const;
@@ -179,6 +190,7 @@ class CapacityModel {
     double ratio = 0;  // CPU per frame / transcode
     int samples = 0;   // 0: the prior
     double planned_ms = 0;  // CPU per 720p frame with the encoder at the plan step
+    double cpu_ms = 0;      // ratio x the transcode: CPU per 720p frame at step 0
   };
   // Every (codec, mode): the measured codecs x the three modes.
   std::vector<Cost> Costs() const;
@@ -186,9 +198,19 @@ class CapacityModel {
   double PixelsScale(int w, int h) const;
 
  private:
+  double TranscodeMsLocked(VideoCodec codec) const REQUIRES(mu_);
+  double PlanEncodeRatioLocked(VideoCodec codec) const REQUIRES(mu_);
+  double SessionsPlanEncodeRatioLocked(VideoCodec codec) const REQUIRES(mu_);
+  double EncodeMsLocked(VideoCodec codec, int step) const REQUIRES(mu_);
+  double PlanSavingMsLocked(VideoCodec codec, Mode mode) const REQUIRES(mu_);
+  double PlannedMsPerFrameLocked(VideoCodec codec, Mode mode) const REQUIRES(mu_);  // per 720p frame
+  double RatioLocked(VideoCodec codec, Mode mode) const REQUIRES(mu_);
+
   const CapacityOptions o_;
-  const std::map<VideoCodec, double> transcode_ms_;
   mutable Mutex mu_;
+  // Per codec: the timings kept (Retime) and the figures of the cheapest of them.
+  std::map<VideoCodec, std::vector<TranscodeTiming>> timings_ GUARDED_BY(mu_);
+  std::map<VideoCodec, double> transcode_ms_ GUARDED_BY(mu_);
   // A learned figure: the first samples average, later ones move it by kLearnRate.
   struct Learned {
     double value = 0;
@@ -196,8 +218,8 @@ class CapacityModel {
     void Add(double x);
   };
   std::map<std::pair<VideoCodec, Mode>, Learned> learned_ GUARDED_BY(mu_);  // CPU per frame / transcode
-  const std::map<VideoCodec, double> encode_ms_;  // the transcodes' encode parts
-  const std::map<VideoCodec, double> plan_encode_ratio_;  // the plan step's encode over step 0's
+  std::map<VideoCodec, double> encode_ms_ GUARDED_BY(mu_);  // the transcodes' encode parts
+  std::map<VideoCodec, double> plan_encode_ratio_ GUARDED_BY(mu_);  // the plan step's encode over step 0's
   const std::map<VideoCodec, double> prior_plan_ratio_;   // the same, a prior for the sessions' own
   std::map<std::pair<VideoCodec, int>, Learned> encode_ GUARDED_BY(mu_);  // ms per 720p frame
 };

@@ -190,9 +190,11 @@ void HttpApi::Routes() {
     json costs = json::array();
     for (const CapacityModel::Cost& k : c.costs)
       costs.push_back({{"codec", Name(k.codec)}, {"mode", ModeName(k.mode)}, {"cpu_per_frame_vs_transcode", k.ratio},
-                       {"cpu_ms_per_720p_frame", k.ratio * c.transcode_ms_by_codec.at(Name(k.codec))},
+                       {"cpu_ms_per_720p_frame", k.cpu_ms},
                        {"planned_cpu_ms_per_720p_frame", k.planned_ms}, {"samples", k.samples}});
     body["capacity"]["transcode_ms_by_codec"] = c.transcode_ms_by_codec;
+    body["capacity"]["transcode_timings_ms_by_codec"] = c.kept_timings_by_codec;  // the figure: the cheapest
+    body["capacity"]["retimes"] = c.retimes;
     body["capacity"]["admit_speed_step"] = c.plan_speed_step;
     if (!c.memory.empty()) body["capacity"]["memory"] = c.memory;  // server.capacity_state
     body["capacity"]["admit_encode_ratio_by_codec"] = c.plan_encode_ratio_by_codec;

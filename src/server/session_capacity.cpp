@@ -76,7 +76,50 @@ Status SessionManager::StartCapacity(MetricsRegistry* metrics) {
   m_capacity_->Set(cs.capacity_sessions);
   m_headroom_->Set(cs.headroom);
   m_limit_->Set(cs.limit_sessions);
+  retimed_ms_ = NowMs();
   return Status::Ok();
+}
+
+void SessionManager::RetimeWhenIdle(double now) {
+  if (deps_.server.retime_s <= 0) return;
+  uint64_t created = 0;
+  {
+    MutexLock lk(mu_);
+    // Only an idle node: a timing beside running sessions reads their contention for the cores,
+    // and would cost them the CPU it takes (about 0.3 s of a core per codec).
+    if (!sessions_.empty() || drain_ || draining_) {
+      retimed_ms_ = now;
+      return;
+    }
+    created = next_sched_id_;
+  }
+  if (now - retimed_ms_ < 1000.0 * deps_.server.retime_s) return;
+  retimed_ms_ = now;
+  std::map<VideoCodec, TranscodeTiming> timed;
+  for (const VideoCodecInfo& vc : VideoCodecs()) {
+    if (capacity_->KeptTimings(vc.codec).empty()) continue;  // not timed at startup either
+    auto t = MeasureTranscode(vc.codec, deps_.encoder, 12, capacity_->options().plan_speed_step, 12);
+    if (t) timed[vc.codec] = *t;
+    else spdlog::warn("capacity: cannot time a {} transcode again ({}): the figure stays", vc.name, t.error());
+  }
+  std::string figures;
+  {
+    MutexLock lk(mu_);
+    // A session created meanwhile: its set-up ran beside the timing, which is left out.
+    if (next_sched_id_ != created || timed.empty()) return;
+    for (const auto& [codec, t] : timed) {
+      const double was = capacity_->TranscodeMs(codec);
+      capacity_->Retime(codec, t);
+      const double is = capacity_->TranscodeMs(codec);
+      if (is != was)
+        figures += fmt::format("{}{} {:.1f} -> {:.1f} ms (timed {:.1f}; the cheapest of {:.1f})", figures.empty() ? "" : ", ",
+                               Name(codec), was, is, t.total_ms, fmt::join(capacity_->KeptTimings(codec), ", "));
+    }
+    ++retimes_;  // under mu_: a session created after this sees the count it ran beside
+  }
+  if (!figures.empty())
+    spdlog::info("capacity: standalone transcode timed again on an idle node: {}; admits {} {}", figures,
+                 capacity_->CapacitySessions(VideoCodec::kVp8, deps_.privacy.mode), DefaultKind());
 }
 
 std::string SessionManager::KindName(VideoCodec codec, Mode mode) const {
@@ -156,6 +199,9 @@ CapacityState SessionManager::Capacity() const {
   MutexLock lk(mu_);
   c.load_ms_per_s = LoadMsPerS();
   c.saturated_seconds = learner_.saturated_steps();
+  c.retimes = retimes_.load();
+  for (const VideoCodecInfo& vc : VideoCodecs())
+    if (auto kept = capacity_->KeptTimings(vc.codec); !kept.empty()) c.kept_timings_by_codec[vc.name] = std::move(kept);
   c.headroom = std::max(0.0, 1.0 - c.load_ms_per_s / c.budget_ms_per_s);
   return c;
 }

@@ -84,10 +84,12 @@ void SessionManager::Housekeeping() {
         if (LearnCosts(cpu - last_cpu, now - last_wall) > 0) memory_unsaved_ = true;
       }
       if (memory_unsaved_ && !deps_.server.capacity_state.empty() && now - memory_saved_ms_ >= kMemorySaveMs) SaveMemory();
+      RetimeWhenIdle(now);
       const CapacityState c = Capacity();
       m_capacity_->Set(c.capacity_sessions);
       m_headroom_->Set(c.headroom);
-      last_cpu = cpu;
+      m_limit_->Set(c.limit_sessions);
+      last_cpu = cpu;  // a re-timing's CPU falls in the next interval: idle, or one a session began in
       last_wall = now;
     }
     // Decide under the lock, end sessions (and drop dead WebRTC viewers) outside it.

@@ -65,6 +65,9 @@ struct CapacityState {
   double ratio = 0;             // the model's default session CPU per frame / transcode_ms
   bool learned = false;         // the ratio was learned from running sessions (else the prior)
   int64_t saturated_seconds = 0;  // seconds not learned from: the process above 80% of the cores
+  int64_t retimes = 0;            // server.retime_s: standalone transcodes timed again while idle
+  // Per codec, the timings the model's transcode figure is the cheapest of (startup's first).
+  std::map<std::string, std::vector<double>> kept_timings_by_codec;
   std::string default_kind;     // e.g. "anonymized vp8 720p30"
   std::map<std::string, double> transcode_ms_by_codec;
   std::vector<CapacityModel::Cost> costs;  // the whole model
@@ -228,6 +231,9 @@ class SessionManager {
   std::string KindName(VideoCodec codec, Mode mode) const;  // "anonymized h264 720p30"
   // Times the standalone transcode (the limit), builds the cost model and its metrics.
   Status StartCapacity(MetricsRegistry* metrics);
+  // server.retime_s: once a node has had no session for that long since it last timed the
+  // standalone transcode, times it again (CapacityModel::Retime). Housekeeping's thread.
+  void RetimeWhenIdle(double now);
 
   const ServerDeps deps_;
   MetricsRegistry* metrics_;
@@ -274,6 +280,10 @@ class SessionManager {
   std::string memory_note_;       // what startup read, for /readyz
   bool memory_unsaved_ = false;   // learned since the last save
   double memory_saved_ms_ = 0;
+  // server.retime_s (housekeeping's thread): when the transcode was last timed, or a session last
+  // ran (a re-timing waits for retime_s of an idle node).
+  double retimed_ms_ = 0;
+  std::atomic<int64_t> retimes_{0};  // re-timings the model took (not counting startup's)
   std::string memory_error_;      // the last save's error, logged once
   std::string overloaded_why_ GUARDED_BY(mu_);
   double ShedEndAfterMs() const { return 2000.0 * deps_.server.shed_calm_s; }

@@ -3,6 +3,7 @@
 // load shedding in its documented order (docs/capacity.md). Part of server_test.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <thread>
 
@@ -188,6 +189,41 @@ TEST(Server, ARestartedNodeKeepsWhatItsCapacityModelLearned) {
   EXPECT_NE(nowhere.log().find("its directory /nonexistent-veil-dir is not writable"), std::string::npos)
       << nowhere.log();
   std::remove(path.c_str());
+}
+
+// server.retime_s: an idle node times its standalone transcode again every retime_s, and the
+// figure it admits by is the cheapest of the last three timings (CapacityModel::Retime); no
+// timing runs while a session does (it would take that session's CPU and read its contention).
+TEST(Server, AnIdleNodeTimesItsTranscodeAgainAndNotWhileASessionRuns) {
+  ServerProcess server({"--retime-s", "1"});
+  ASSERT_TRUE(server.ok()) << server.log();
+  const auto readyz = [&] { return server.Call("GET", "/readyz").body["capacity"]; };
+  json cap = readyz();
+  EXPECT_EQ(cap["retimes"].get<int>(), 0);  // startup's timing only
+  for (const char* codec : {"vp8", "h264"}) ASSERT_EQ(cap["transcode_timings_ms_by_codec"][codec].size(), 1u) << cap.dump();
+  for (int i = 0; i < 240 && cap["retimes"].get<int>() < 3; ++i) {
+    SleepMs(250);
+    cap = readyz();
+  }
+  ASSERT_GE(cap["retimes"].get<int>(), 3) << "an idle node did not time its transcode again: " << server.log();
+  CreateSession(server, {{"id", "busy"}});
+  cap = readyz();
+  const int at = cap["retimes"].get<int>();
+  for (const char* codec : {"vp8", "h264"}) {
+    // Three kept (startup's pushed out), and the figure is their cheapest.
+    const std::vector<double> kept = cap["transcode_timings_ms_by_codec"][codec];
+    ASSERT_EQ(kept.size(), 3u) << cap.dump();
+    EXPECT_EQ(cap["transcode_ms_by_codec"][codec].get<double>(), *std::min_element(kept.begin(), kept.end())) << cap.dump();
+  }
+  EXPECT_EQ(cap["transcode_ms"].get<double>(), cap["transcode_ms_by_codec"]["vp8"].get<double>());
+  EXPECT_NEAR(cap["limit_sessions"].get<double>(), cap["cores"].get<double>() * (1000.0 / 30) / cap["transcode_ms"].get<double>(),
+              1e-6);
+  SleepMs(3500);  // three retime_s with a session on the node
+  EXPECT_EQ(readyz()["retimes"].get<int>(), at) << "timed while a session ran";
+  EXPECT_EQ(server.Call("DELETE", "/v1/sessions/busy").status, 204);
+  for (int i = 0; i < 240 && readyz()["retimes"].get<int>() == at; ++i) SleepMs(250);
+  EXPECT_GT(readyz()["retimes"].get<int>(), at) << "not timed again once the node was idle: " << server.log();
+  EXPECT_EQ(server.Stop(), 0);
 }
 
 // Admission by latency (server.admit_p99_ms, with max_sessions = auto): once a running session's
