@@ -8,7 +8,7 @@
 #     anonymized (24 forwarded) sessions at once; the stage it refuses in part runs with the sessions it admitted (veil
 #     load --run-admitted); the tables show how many it admitted and whether they passed.
 # Tables in $OUT (out/capacity). Env: STAGE_SECONDS (20), AUTO_ARGS (more flags for the auto server,
-# e.g. "--cpu-share 0.75"), SKIP_MEASURED (set: only the auto server), FRESH (set: the auto server
+# e.g. "--cpu-share 0.75"), IDLE_FIRST (seconds the auto server waits idle before its first stage), SKIP_MEASURED (set: only the auto server), FRESH (set: the auto server
 # is offered its 8 (24) at once with nothing learned, no ramp: what the priors admit), VEIL_BIN (another
 # build of veil, for a before/after run), AUTO_ALL_STAGES (set: the auto run tries every stage even after one fails, to show what it admits), BUILD_DIR (build), KINDS (all four: a space-separated
 # subset of vp8-anonymize vp8-bypass h264-anonymize h264-bypass, or vp8-full_blur h264-full_blur).
@@ -52,6 +52,10 @@ run() {  # $1 label, $2 mode, $3 input, $4 stages, $5 auto stages
   # shellcheck disable=SC2086
   [ -n "${FRESH:-}" ] && auto=${auto##*,}  # the offer alone
   start_server "$label-auto" --mode "$mode" ${AUTO_ARGS:-}
+  curl -s "$url/readyz" > "$out/$label-auto-readyz-start.json"
+  # IDLE_FIRST=S: the auto server waits S s idle before its first stage (with AUTO_ARGS="--retime-s
+  # 5": it times its transcode again meanwhile, server.retime_s).
+  [ -n "${IDLE_FIRST:-}" ] && sleep "$IDLE_FIRST"
   curl -s "$url/readyz" > "$out/$label-auto-readyz-before.json"
   "$veil" load --server "$url" -i "$input" --stages "$auto" --stage-seconds "$secs" ${AUTO_ALL_STAGES:+--all-stages} --run-admitted \
     --label "$label auto" --out "$out/$label-auto" || true

@@ -59,6 +59,18 @@ Result<double> MeasureTranscodeMs(VideoCodec codec, const EncoderOptions& enc, i
   return t->total_ms;
 }
 
+Result<TranscodeTiming> TimeTranscode(VideoCodec codec, const EncoderOptions& enc, int plan_step) {
+  // Two passes: one start read 13.5 and 11.7 ms where the next read 9.9 and 9.0, and a fresh node
+  // then admitted one anonymized H.264 session fewer (docs/figures.md).
+  auto t = MeasureTranscode(codec, enc, 12, plan_step, 12);
+  if (!t) return t;
+  if (auto again = MeasureTranscode(codec, enc, 12, 0); again && again->total_ms < t->total_ms) {
+    t->total_ms = again->total_ms;
+    t->encode_ms = again->encode_ms;
+  }
+  return t;
+}
+
 Result<TranscodeTiming> MeasureTranscode(VideoCodec codec, const EncoderOptions& enc, int frames, int plan_step,
                                          int plan_frames) {
   constexpr int W = 1280, H = 720, kPan = 4;  // px per frame: a slow camera pan

@@ -64,6 +64,9 @@ struct TranscodeTiming {
 // encodes differ by the step alone (what admission plans a session's encoder to save).
 Result<TranscodeTiming> MeasureTranscode(VideoCodec codec, const EncoderOptions& enc, int frames = 24,
                                          int plan_step = 0, int plan_frames = 12);
+// What a node admits by (startup, and Retime): two passes of 12 frames, the cheaper kept (a burst
+// of other work only ever adds time); the first also times the plan step's encoder on its 12.
+Result<TranscodeTiming> TimeTranscode(VideoCodec codec, const EncoderOptions& enc, int plan_step);
 
 struct CapacityOptions {
   double cores = 1;          // usable cores

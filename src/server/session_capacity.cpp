@@ -26,17 +26,9 @@ Status SessionManager::StartCapacity(MetricsRegistry* metrics) {
   const double c0 = NowMs();
   // One codec after the other: timed side by side, VP8 read 8% higher on average
   // and further apart (2026-12-04, docs/figures.md "Capacity run 21").
-  // Two passes of 12 frames each, the cheaper kept: a burst of other work on the machine only
-  // ever adds time (one start read 13.5 and 11.7 ms where the next read 9.9 and 9.0, and a fresh
-  // node then admitted one anonymized H.264 session fewer; docs/figures.md). The first pass also
-  // times the plan step's encoder on its 12 pictures.
   for (const VideoCodecInfo& vc : VideoCodecs()) {
-    auto t = MeasureTranscode(vc.codec, deps_.encoder, 12, co.plan_speed_step, 12);
+    auto t = TimeTranscode(vc.codec, deps_.encoder, co.plan_speed_step);
     if (t) {
-      if (auto again = MeasureTranscode(vc.codec, deps_.encoder, 12, 0); again && again->total_ms < t->total_ms) {
-        t->total_ms = again->total_ms;
-        t->encode_ms = again->encode_ms;
-      }
       transcode[vc.codec] = t->total_ms;
       encode[vc.codec] = t->encode_ms;
       if (t->plan_encode_ratio > 0) plan_ratio[vc.codec] = t->plan_encode_ratio;
@@ -98,7 +90,7 @@ void SessionManager::RetimeWhenIdle(double now) {
   std::map<VideoCodec, TranscodeTiming> timed;
   for (const VideoCodecInfo& vc : VideoCodecs()) {
     if (capacity_->KeptTimings(vc.codec).empty()) continue;  // not timed at startup either
-    auto t = MeasureTranscode(vc.codec, deps_.encoder, 12, capacity_->options().plan_speed_step, 12);
+    auto t = TimeTranscode(vc.codec, deps_.encoder, capacity_->options().plan_speed_step);  // as at startup
     if (t) timed[vc.codec] = *t;
     else spdlog::warn("capacity: cannot time a {} transcode again ({}): the figure stays", vc.name, t.error());
   }
