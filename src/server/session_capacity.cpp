@@ -90,6 +90,10 @@ void SessionManager::RetimeWhenIdle(double now) {
   std::map<VideoCodec, TranscodeTiming> timed;
   for (const VideoCodecInfo& vc : VideoCodecs()) {
     if (capacity_->KeptTimings(vc.codec).empty()) continue;  // not timed at startup either
+    {
+      MutexLock lk(mu_);  // a session came, or the node is stopping: the rest is not timed
+      if (next_sched_id_ != created || draining_) return;
+    }
     auto t = TimeTranscode(vc.codec, deps_.encoder, capacity_->options().plan_speed_step);  // as at startup
     if (t) timed[vc.codec] = *t;
     else spdlog::warn("capacity: cannot time a {} transcode again ({}): the figure stays", vc.name, t.error());
