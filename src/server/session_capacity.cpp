@@ -78,7 +78,7 @@ void SessionManager::RetimeWhenIdle(double now) {
   {
     MutexLock lk(mu_);
     // Only an idle node: a timing beside running sessions reads their contention for the cores,
-    // and would cost them the CPU it takes (about 0.3 s of a core per codec).
+    // and would cost them the CPU it takes (about 0.6 s of a core per codec).
     if (!sessions_.empty() || drain_ || draining_) {
       retimed_ms_ = now;
       return;
