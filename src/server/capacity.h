@@ -1,7 +1,8 @@
 // What this node can carry, from what it measures (issue 12, admission by measured capacity).
 //
 // The limit: a standalone decode + encode of one 720p frame at the session's
-// encoder settings, timed on this machine at startup (MeasureTranscodeMs). A
+// encoder settings, timed on this machine at startup (TimeTranscode) and again while the node is
+// idle (CapacityModel::Retime: the cheapest of the last three timings counts). A
 // node of C cores could carry at most C x 33.3 ms / transcode ms such
 // sessions if nothing else cost anything.
 //
