@@ -194,6 +194,7 @@ void HttpApi::Routes() {
                        {"planned_cpu_ms_per_720p_frame", k.planned_ms}, {"samples", k.samples}});
     body["capacity"]["transcode_ms_by_codec"] = c.transcode_ms_by_codec;
     body["capacity"]["transcode_timings_ms_by_codec"] = c.kept_timings_by_codec;  // the figure: the cheapest
+    body["capacity"]["transcode_last_timing_ms_by_core"] = c.last_timing_by_core;  // the last timing's cores
     body["capacity"]["retimes"] = c.retimes;
     body["capacity"]["admit_speed_step"] = c.plan_speed_step;
     if (!c.memory.empty()) body["capacity"]["memory"] = c.memory;  // server.capacity_state

@@ -12,6 +12,18 @@
 #include "server/session_manager.h"
 
 namespace veil {
+namespace {
+
+// " (cores 0 9.9, 1 7.9)": a timing's cores, where it timed more than one.
+std::string CoresText(const std::vector<std::pair<int, double>>& by_core) {
+  if (by_core.size() < 2) return "";
+  std::string s;
+  for (const auto& [core, ms] : by_core) s += fmt::format("{}{} {:.1f}", s.empty() ? " (cores " : ", ", core, ms);
+  return s + ")";
+}
+
+}  // namespace
+
 Status SessionManager::StartCapacity(MetricsRegistry* metrics) {
   // The limit and the cost model (server/capacity.h): a standalone transcode per codec, timed now.
   CapacityOptions co;
@@ -21,6 +33,7 @@ Status SessionManager::StartCapacity(MetricsRegistry* metrics) {
   co.fps = deps_.privacy.fps;
   co.plan_speed_step = deps_.server.admit_speed_step;
   std::map<VideoCodec, double> transcode, encode, plan_ratio, prior_ratio;
+  std::map<VideoCodec, std::vector<std::pair<int, double>>> by_core;
   // The prior share of the plan step holds for the default ladders only (capacity.h).
   const EncoderOptions defaults;
   const double c0 = NowMs();
@@ -31,6 +44,7 @@ Status SessionManager::StartCapacity(MetricsRegistry* metrics) {
     if (t) {
       transcode[vc.codec] = t->total_ms;
       encode[vc.codec] = t->encode_ms;
+      by_core[vc.codec] = t->by_core;
       if (t->plan_encode_ratio > 0) plan_ratio[vc.codec] = t->plan_encode_ratio;
       const bool default_ladder = vc.codec == VideoCodec::kH264 ? deps_.encoder.x264_preset == defaults.x264_preset
                                                                  : deps_.encoder.vp8_speed == defaults.vp8_speed;
@@ -52,7 +66,8 @@ Status SessionManager::StartCapacity(MetricsRegistry* metrics) {
                co.cores,
                [&] {
                  std::string t;
-                 for (const auto& [codec, ms] : transcode) t += (t.empty() ? "" : ", ") + fmt::format("{} {:.1f} ms", Name(codec), ms);
+                 for (const auto& [codec, ms] : transcode)
+                   t += (t.empty() ? "" : ", ") + fmt::format("{} {:.1f} ms{}", Name(codec), ms, CoresText(by_core[codec]));
                  return t;
                }(),
                NowMs() - c0, cs.limit_sessions, cs.default_kind,
@@ -69,6 +84,8 @@ Status SessionManager::StartCapacity(MetricsRegistry* metrics) {
   m_headroom_->Set(cs.headroom);
   m_limit_->Set(cs.limit_sessions);
   retimed_ms_ = NowMs();
+  MutexLock lk(mu_);
+  timed_by_core_ = std::move(by_core);
   return Status::Ok();
 }
 
@@ -106,10 +123,12 @@ void SessionManager::RetimeWhenIdle(double now) {
     for (const auto& [codec, t] : timed) {
       const double was = capacity_->TranscodeMs(codec);
       capacity_->Retime(codec, t);
+      timed_by_core_[codec] = t.by_core;
       const double is = capacity_->TranscodeMs(codec);
       if (is != was)
-        figures += fmt::format("{}{} {:.1f} -> {:.1f} ms (timed {:.1f}; the cheapest of {:.1f})", figures.empty() ? "" : ", ",
-                               Name(codec), was, is, t.total_ms, fmt::join(capacity_->KeptTimings(codec), ", "));
+        figures += fmt::format("{}{} {:.1f} -> {:.1f} ms (timed {:.1f}{}; the cheapest of {:.1f})", figures.empty() ? "" : ", ",
+                               Name(codec), was, is, t.total_ms, CoresText(t.by_core),
+                               fmt::join(capacity_->KeptTimings(codec), ", "));
     }
     ++retimes_;  // under mu_: a session created after this sees the count it ran beside
   }
@@ -198,6 +217,8 @@ CapacityState SessionManager::Capacity() const {
   c.retimes = retimes_.load();
   for (const VideoCodecInfo& vc : VideoCodecs())
     if (auto kept = capacity_->KeptTimings(vc.codec); !kept.empty()) c.kept_timings_by_codec[vc.name] = std::move(kept);
+  for (const auto& [codec, cores] : timed_by_core_)
+    for (const auto& [core, ms] : cores) c.last_timing_by_core[std::string(Name(codec))][std::to_string(core)] = ms;
   c.headroom = std::max(0.0, 1.0 - c.load_ms_per_s / c.budget_ms_per_s);
   return c;
 }

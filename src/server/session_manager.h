@@ -68,6 +68,8 @@ struct CapacityState {
   int64_t retimes = 0;            // server.retime_s: standalone transcodes timed again while idle
   // Per codec, the timings the model's transcode figure is the cheapest of (startup's first).
   std::map<std::string, std::vector<double>> kept_timings_by_codec;
+  // Per codec, the last timing taken, core by core (TimeTranscode; its figure their harmonic mean).
+  std::map<std::string, std::map<std::string, double>> last_timing_by_core;
   std::string default_kind;     // e.g. "anonymized vp8 720p30"
   std::map<std::string, double> transcode_ms_by_codec;
   std::vector<CapacityModel::Cost> costs;  // the whole model
@@ -284,6 +286,7 @@ class SessionManager {
   // ran (a re-timing waits for retime_s of an idle node).
   double retimed_ms_ = 0;
   std::atomic<int64_t> retimes_{0};  // re-timings the model took (not counting startup's)
+  std::map<VideoCodec, std::vector<std::pair<int, double>>> timed_by_core_ GUARDED_BY(mu_);  // the last taken
   std::string memory_error_;      // the last save's error, logged once
   std::string overloaded_why_ GUARDED_BY(mu_);
   double ShedEndAfterMs() const { return 2000.0 * deps_.server.shed_calm_s; }
