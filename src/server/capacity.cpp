@@ -234,7 +234,7 @@ double PriorRatio(Mode mode, bool bypass_forward) {
   switch (mode) {
     case Mode::kBypass: return bypass_forward ? 0.3 : 1.6;
     case Mode::kFullBlur: return 1.3;
-    case Mode::kAnonymize: return 1.5;
+    case Mode::kAnonymize: return 1.4;
   }
   return 1.5;
 }
