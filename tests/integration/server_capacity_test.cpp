@@ -3,6 +3,8 @@
 // load shedding in its documented order (docs/capacity.md). Part of server_test.
 #include <gtest/gtest.h>
 
+#include <sched.h>
+
 #include <algorithm>
 #include <fstream>
 #include <thread>
@@ -201,6 +203,22 @@ TEST(Server, AnIdleNodeTimesItsTranscodeAgainAndNotWhileASessionRuns) {
   json cap = readyz();
   EXPECT_EQ(cap["retimes"].get<int>(), 0);  // startup's timing only
   for (const char* codec : {"vp8", "h264"}) ASSERT_EQ(cap["transcode_timings_ms_by_codec"][codec].size(), 1u) << cap.dump();
+  // Startup timed each core this process may use (up to 4), and its figure is the frames per
+  // second they carry together: n / sum(1 / each core's ms).
+  cpu_set_t mask;
+  CPU_ZERO(&mask);
+  ASSERT_EQ(sched_getaffinity(server.pid(), sizeof mask, &mask), 0);
+  const size_t timed_cores = std::min<size_t>(CPU_COUNT(&mask), 4);
+  for (const char* codec : {"vp8", "h264"}) {
+    const json& cores = cap["transcode_last_timing_ms_by_core"][codec];
+    ASSERT_EQ(cores.size(), timed_cores) << cap.dump();
+    double inverse = 0;
+    for (const auto& [core, ms] : cores.items()) {
+      EXPECT_TRUE(CPU_ISSET(std::stoi(core), &mask)) << "core " << core << " is not the server's to use";
+      inverse += 1 / ms.get<double>();
+    }
+    EXPECT_NEAR(cap["transcode_ms_by_codec"][codec].get<double>(), double(timed_cores) / inverse, 1e-9) << cap.dump();
+  }
   for (int i = 0; i < 240 && cap["retimes"].get<int>() < 3; ++i) {
     SleepMs(250);
     cap = readyz();
