@@ -73,7 +73,7 @@ Result<TranscodeTiming> MeasureTranscode(VideoCodec codec, const EncoderOptions&
 // core's cheaper pass counts (a burst of other work only ever adds time), and the node's figure
 // is their harmonic mean: the frames per second its cores carry together, as the frame executor
 // spreads the sessions' frames over them. The cores of one VM were measured to differ by up to
-// 30% for minutes at a time, and a timing on one of them read whichever the thread ran on
+// 45% for minutes at a time, and a timing on one of them read whichever the thread ran on
 // (docs/capacity.md). The first pass also times the plan step's encoder on its 12 frames.
 // Unpinnable (the mask forbids it): two passes where the thread runs, the cheaper kept.
 Result<TranscodeTiming> TimeTranscode(VideoCodec codec, const EncoderOptions& enc, int plan_step);
