@@ -225,7 +225,7 @@ Result<TranscodeTiming> MeasureTranscode(VideoCodec codec, const EncoderOptions&
     }
   }
   if (timed == 0) return Status::Error(std::string("the ") + Name(codec) + " encoder produced no frames");
-  TranscodeTiming t{cpu / timed, encode_cpu / timed, 0};
+  TranscodeTiming t{cpu / timed, encode_cpu / timed, 0, {}};
   if (plan_timed > 0 && paired_cpu > 0) t.plan_encode_ratio = plan_cpu / paired_cpu;
   return t;
 }
@@ -234,9 +234,9 @@ double PriorRatio(Mode mode, bool bypass_forward) {
   switch (mode) {
     case Mode::kBypass: return bypass_forward ? 0.3 : 1.6;
     case Mode::kFullBlur: return 1.3;
-    case Mode::kAnonymize: return 1.4;
+    case Mode::kAnonymize: break;
   }
-  return 1.5;
+  return 1.4;  // anonymize (and any value outside the enum): the learned models' median, docs/capacity.md
 }
 
 double PriorPlanEncodeRatio(VideoCodec codec, int step, bool default_ladder) {
@@ -259,7 +259,7 @@ CapacityModel::CapacityModel(const CapacityOptions& o, std::map<VideoCodec, doub
   for (const auto& [codec, ms] : transcode_ms_) {
     auto e = encode_ms_.find(codec);
     auto p = plan_encode_ratio_.find(codec);
-    timings_[codec].push_back({ms, e == encode_ms_.end() ? 0 : e->second, p == plan_encode_ratio_.end() ? 0 : p->second});
+    timings_[codec].push_back({ms, e == encode_ms_.end() ? 0 : e->second, p == plan_encode_ratio_.end() ? 0 : p->second, {}});
   }
 }
 

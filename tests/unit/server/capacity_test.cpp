@@ -471,7 +471,7 @@ TEST(Capacity, ATranscodeTimedAgainCountsAsTheCheapestOfTheLastThree) {
   EXPECT_NEAR(m.Ratio(VideoCodec::kVp8, Mode::kAnonymize), 1.5, 1e-9);
   EXPECT_EQ(m.KeptTimings(VideoCodec::kVp8), std::vector<double>{14.0});
   // Timed again at 10 ms (encode 7, share 0.8): the cheapest of 14 and 10.
-  m.Retime(VideoCodec::kVp8, {10.0, 7.0, 0.8});
+  m.Retime(VideoCodec::kVp8, {10.0, 7.0, 0.8, {}});
   EXPECT_EQ(m.KeptTimings(VideoCodec::kVp8), (std::vector<double>{14.0, 10.0}));
   EXPECT_NEAR(m.TranscodeMs(VideoCodec::kVp8), 10.0, 1e-9);
   EXPECT_NEAR(m.LimitSessions(VideoCodec::kVp8), 2 * (1000.0 / 30) / 10, 1e-9);
@@ -483,14 +483,14 @@ TEST(Capacity, ATranscodeTimedAgainCountsAsTheCheapestOfTheLastThree) {
   // Planned: 21 less the step's share of step 0's encode, 0.2 x 7.
   EXPECT_NEAR(m.PlannedMsPerFrame(Session(Mode::kAnonymize)), 21.0 - 1.4, 1e-9);
   // Two slower reads: 10 is still among the last three.
-  m.Retime(VideoCodec::kVp8, {13.0, 9.0, 0.85});
-  m.Retime(VideoCodec::kVp8, {12.0, 8.5, 0.85});
+  m.Retime(VideoCodec::kVp8, {13.0, 9.0, 0.85, {}});
+  m.Retime(VideoCodec::kVp8, {12.0, 8.5, 0.85, {}});
   EXPECT_EQ(m.KeptTimings(VideoCodec::kVp8), (std::vector<double>{10.0, 13.0, 12.0}));
   EXPECT_NEAR(m.TranscodeMs(VideoCodec::kVp8), 10.0, 1e-9);
   EXPECT_NEAR(m.EncodeMs(VideoCodec::kVp8, 0), 7.0, 1e-9);
   // A third pushes it out: the machine stayed slower. The cheapest left, 12 ms, with its encode
   // part and share; the learned cost still 21 ms a frame (1.75x).
-  m.Retime(VideoCodec::kVp8, {12.5, 9.5, 0.9});
+  m.Retime(VideoCodec::kVp8, {12.5, 9.5, 0.9, {}});
   EXPECT_EQ(m.KeptTimings(VideoCodec::kVp8), (std::vector<double>{13.0, 12.0, 12.5}));
   EXPECT_NEAR(m.TranscodeMs(VideoCodec::kVp8), 12.0, 1e-9);
   EXPECT_NEAR(m.CostMsPerFrame(Session(Mode::kBypass)), PriorRatio(Mode::kBypass) * 12, 1e-9);
@@ -506,11 +506,11 @@ TEST(Capacity, ATranscodeTimedAgainCountsAsTheCheapestOfTheLastThree) {
   ASSERT_EQ(mem.costs.size(), 1u);
   EXPECT_NEAR(mem.costs[0].ratio * mem.costs[0].transcode_ms, 22.5, 1e-9);
   // Nonsense is ignored; a codec not timed at startup is not timed now.
-  m.Retime(VideoCodec::kVp8, {0, 0, 0});
-  m.Retime(VideoCodec::kVp8, {-3, 1, 0.5});
+  m.Retime(VideoCodec::kVp8, {0, 0, 0, {}});
+  m.Retime(VideoCodec::kVp8, {-3, 1, 0.5, {}});
   EXPECT_EQ(m.KeptTimings(VideoCodec::kVp8).size(), 3u);
   EXPECT_NEAR(m.TranscodeMs(VideoCodec::kVp8), 12.0, 1e-9);
-  m.Retime(VideoCodec::kH264, {5.0, 3.0, 0.5});
+  m.Retime(VideoCodec::kH264, {5.0, 3.0, 0.5, {}});
   EXPECT_TRUE(m.KeptTimings(VideoCodec::kH264).empty());
   EXPECT_NEAR(m.TranscodeMs(VideoCodec::kH264), 12.0, 1e-9);  // an unmeasured codec: the dearest measured
 }
