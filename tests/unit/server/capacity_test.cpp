@@ -178,7 +178,7 @@ TEST(Capacity, CoreTimingsCombineAsTheFramesPerSecondTheyCarryTogether) {
   EXPECT_EQ(t->by_core, (std::vector<std::pair<int, double>>{{0, 10.0}, {3, 15.0}})) << "a core that timed nothing is left out";
   auto one = CombineCoreTimings({{2, slow}});
   ASSERT_TRUE(one.ok());
-  EXPECT_EQ(one->total_ms, 15);
+  EXPECT_DOUBLE_EQ(one->total_ms, 15);
   EXPECT_FALSE(CombineCoreTimings({}).ok());
   EXPECT_FALSE(CombineCoreTimings({{1, zero}}).ok());
 }
@@ -223,7 +223,7 @@ TEST(Capacity, TheTranscodeIsTimedOnEachCoreAndTheMaskIsLeftAsItWas) {
   ASSERT_TRUE(held.ok()) << held.error();
   ASSERT_EQ(held->by_core.size(), 1u);
   EXPECT_EQ(held->by_core[0].first, allowed.back());
-  EXPECT_EQ(held->total_ms, held->by_core[0].second);
+  EXPECT_DOUBLE_EQ(held->total_ms, held->by_core[0].second);  // 1 / (1 / x): x to the last bits
 }
 
 // A session as the learner reads it: counters that only grow.
