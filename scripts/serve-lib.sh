@@ -33,7 +33,7 @@ veil_serve() {
 # measured in one run. Writes OUT/A.toml and OUT/B.toml (each `[server] max_sessions = "32"`,
 # then its TOML text, printf escapes allowed; the text may open other sections) and runs
 # `veil load --compare` on them with the 720p clip, alternating, --repeat ${REPEAT:-3},
-# --stage-seconds ${STAGE_SECONDS:-20}, --warmup ${WARMUP:-8}, the extra args (--stages,
+# INPUT (the clip; default build/media/sample_720p30.ivf), --stage-seconds ${STAGE_SECONDS:-20}, --warmup ${WARMUP:-8}, the extra args (--stages,
 # --mode ...) appended, then $LOAD_ARGS (e.g. LOAD_ARGS="--frame-phase aligned": any compare script
 # with the sessions' frames arriving together); results in OUT/compare (compare.md, load.json).
 compare_servers() {
@@ -42,6 +42,6 @@ compare_servers() {
   mkdir -p "$out"
   printf "[server]\nmax_sessions = \"32\"\n$toml_a" > "$out/$a.toml"
   printf "[server]\nmax_sessions = \"32\"\n$toml_b" > "$out/$b.toml"
-  "$veil" load --compare "$out/$a.toml" "$out/$b.toml" --repeat "${REPEAT:-3}" -i "$media/sample_720p30.ivf" \
+  "$veil" load --compare "$out/$a.toml" "$out/$b.toml" --repeat "${REPEAT:-3}" -i "${INPUT:-$media/sample_720p30.ivf}" \
     --stage-seconds "${STAGE_SECONDS:-20}" --warmup "${WARMUP:-8}" --out "$out/compare" "$@" ${LOAD_ARGS:-}
 }

@@ -4,6 +4,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -153,7 +154,12 @@ void InferenceScheduler::WakeHost() {
   // Under the lock: Shutdown's stop_ then orders every Wake before its Forget.
   MutexLock lk(mu_);
   if (stop_ || queue_.empty()) return;
-  host_->Wake(this, queue_.front().submit_ms);
+  host_->Wake(this, FirstInOrder()->order_ms());
+}
+
+std::deque<InferenceScheduler::Pending>::iterator InferenceScheduler::FirstInOrder() {
+  return std::min_element(queue_.begin(), queue_.end(),
+                          [](const Pending& a, const Pending& b) { return a.order_ms() < b.order_ms(); });
 }
 
 bool InferenceScheduler::TakeBatch(std::vector<Pending>& batch, std::vector<Pending>& stale) {
@@ -196,7 +202,11 @@ void InferenceScheduler::DropStale(std::vector<Pending>& stale) {
 
 void InferenceScheduler::TakeReady(std::vector<Pending>& batch) {
   if (queue_.empty()) return;
-  const DetectRequest& first = queue_.front().req;
+  // The first in order (submission plus slack) leads the batch; the others of its kind join it.
+  auto first_it = FirstInOrder();
+  batch.push_back(std::move(*first_it));
+  queue_.erase(first_it);
+  const DetectRequest& first = batch.front().req;
   const cv::Size size = first.image.size();
   const int type = first.image.type();
   const bool raw = first.raw;
@@ -223,7 +233,7 @@ std::optional<double> InferenceScheduler::RunPending() {
   RunBatch(detectors_.front().get(), batch, stale);
   MutexLock lk(mu_);
   if (stop_ || queue_.empty()) return std::nullopt;
-  return queue_.front().submit_ms;
+  return FirstInOrder()->order_ms();
 }
 
 void InferenceScheduler::Run(Detector* det) {

@@ -48,6 +48,10 @@ struct DetectRequest {
   float score_threshold = 0.3f;
   bool raw = false;  // answer with the network's outputs, not decoded detections (remote workers)
   double deadline_ms = 0;  // NowMs() clock; 0 = none. Not started by then -> kStale
+  // A host (server/inference_on_executor.h) orders the request as if it had been submitted this
+  // much later, ms: a detection that may come back late (the tracker carries the masks) lets
+  // the frames due sooner go first. Requests also leave the queue in that order. 0: none.
+  double slack_ms = 0;
   std::function<void(DetectResult&&)> done;
 };
 
@@ -73,9 +77,9 @@ class InferenceScheduler;
 class InferenceHost {
  public:
   virtual ~InferenceHost() = default;
-  // `s` has requests waiting, the oldest submitted at submitted_ms (NowMs clock): call
-  // s->RunPending() soon. Called with the scheduler's lock held (so never after its Forget):
-  // must not call into the scheduler.
+  // `s` has requests waiting, the first of them in order as if submitted at submitted_ms (its
+  // submission plus its slack_ms; NowMs clock): call s->RunPending() soon. Called with the
+  // scheduler's lock held (so never after its Forget): must not call into the scheduler.
   virtual void Wake(InferenceScheduler* s, double submitted_ms) = 0;
   // `s` is going away: RunPending is not running when this returns, and is never called again.
   virtual void Forget(InferenceScheduler* s) = 0;
@@ -120,8 +124,9 @@ class InferenceScheduler : public DetectionSink {
   bool hosted() const { return host_ != nullptr; }
 
   // Hosted: runs one batch of what is waiting (stale requests are answered as such), on the
-  // caller's thread. Returns when the oldest request still waiting was submitted, or nullopt when
-  // none waits (or after Shutdown).
+  // caller's thread, the first in order (submission plus slack_ms) first. Returns when the first
+  // request still waiting counts as submitted (the same order), or nullopt when none waits (or
+  // after Shutdown).
   std::optional<double> RunPending();
 
  private:
@@ -130,6 +135,7 @@ class InferenceScheduler : public DetectionSink {
   struct Pending {
     DetectRequest req;
     double submit_ms;
+    double order_ms() const { return submit_ms + req.slack_ms; }
   };
   // Takes a batch (same image size, type and kind, up to max_batch) once it is full or the
   // oldest has waited max_wait_us; returns stale requests separately.
@@ -138,8 +144,11 @@ class InferenceScheduler : public DetectionSink {
   void RunBatch(Detector* det, std::vector<Pending>& batch, std::vector<Pending>& stale);
   // Moves what is past its deadline into `stale`.
   void DropStale(std::vector<Pending>& stale) REQUIRES(mu_);
-  // Takes a batch of what waits: the first request's image size, type and kind, up to max_batch.
+  // Takes a batch of what waits: the first in order (FirstInOrder), and those of its image size,
+  // type and kind, up to max_batch.
   void TakeReady(std::vector<Pending>& batch) REQUIRES(mu_);
+  // The waiting request first in order: the earliest submission plus slack_ms. Not empty.
+  std::deque<Pending>::iterator FirstInOrder() REQUIRES(mu_);
   // Hosted: tells the host when requests wait.
   void WakeHost() EXCLUDES(mu_);
   static void Finish(Pending& p, DetectResult&& r);

@@ -39,6 +39,8 @@ Status Validate(const PrivacyConfig& c) {
   if (!(c.scene_cut_threshold > 0 && c.scene_cut_threshold < 255)) return Status::Error("scene_cut_threshold in (0, 255)");
   if (!(c.cut_wait_ms >= 0 && c.cut_wait_ms <= 1000)) return Status::Error("cut_wait_ms must be in [0, 1000]");
   if (c.cut_hold_frames < 0 || c.cut_hold_frames > 30) return Status::Error("cut_hold_frames must be in [0, 30]");
+  if (!(c.detect_slack_ms >= 0 && c.detect_slack_ms < c.max_result_age_ms / 2))
+    return Status::Error("detect_slack_ms must be in [0, max_result_age_ms / 2), got " + std::to_string(c.detect_slack_ms));
   const int every = c.detect_every == 0 ? c.max_auto_every : c.detect_every;
   if ((every - 1) * 1000.0 / c.fps >= c.max_result_age_ms)
     return Status::Error("detection every " + std::to_string(every) + " frames at " + std::to_string(c.fps) +
@@ -129,6 +131,8 @@ void PrivacyStage::Submit(const Frame& f, FrameReport& r) {
   q.score_threshold = cfg_.tracker.low_score;
   // A result that starts later than this could only arrive too old to use.
   q.deadline_ms = NowMs() + cfg_.max_result_age_ms / 2;
+  // Frames that already have fresh masks can wait for this one's; a picture nothing describes yet cannot.
+  q.slack_ms = (last_result_frame_ < 0 || failing_) ? 0 : cfg_.detect_slack_ms;
   q.done = [box = mailbox_, window](DetectResult&& res) {
     {
       std::lock_guard lk(box->mu);

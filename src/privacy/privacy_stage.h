@@ -49,6 +49,12 @@ struct PrivacyConfig {
   // old shot for one more frame) instead of a whole-frame mosaic, for at most this many frames
   // in a row (server/live_session.h MayHoldPrevious). 0: never.
   int cut_hold_frames = 2;
+  // Live only: a detection on the cadence (a frame already has fresh masks) lets the frames due
+  // sooner go first on the frame executor for this long, ms (DetectRequest::slack_ms): its
+  // result may come back later and the tracker carries the masks meanwhile. A detection that
+  // nothing else describes the picture without (the first frame, a scene cut, after a failed
+  // one) has none. Below max_result_age_ms / 2, the request's own deadline. 0: none.
+  double detect_slack_ms = 0;
   MosaicParams mosaic;
   TrackerParams tracker;
 };

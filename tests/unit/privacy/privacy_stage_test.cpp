@@ -501,6 +501,42 @@ struct HeldSink : DetectionSink {
   }
 };
 
+// privacy.detect_slack_ms: a detection on the cadence, while fresh masks cover the frames, may be
+// ordered later; one that nothing describes the picture without may not: the first frame's, a
+// scene cut's, and the retry after a failed one.
+TEST(PrivacyStageAsync, OnlyADetectionOnTheCadenceHasSlack) {
+  HeldSink sink;
+  auto c = CutCfg(3);
+  c.detect_slack_ms = 25;
+  PrivacyStage s(c, &sink, 1);
+  std::vector<int64_t> asked;
+  int64_t i = 0;
+  const auto process = [&](FramePtr f) {
+    f->index = i++;
+    const size_t before = sink.held.size();
+    const FrameReport r = s.Process(*f);
+    if (sink.held.size() > before) asked.push_back(f->index);
+    return r;
+  };
+  EXPECT_TRUE(process(Textured()).fail_closed);  // frame 0, the first: asked at once
+  sink.Answer(0, {{{40, 20, 20, 20}, 0.9f}});
+  for (int k = 0; k < 3; ++k) EXPECT_FALSE(process(Textured()).fail_closed);  // 1, 2, 3 (on the cadence)
+  sink.Answer(1, {{{40, 20, 20, 20}, 0.9f}});
+  EXPECT_TRUE(process(Flat(320, 180, 0)).scene_cut);  // 4: a cut, asked at once
+  DetectResult failed;
+  failed.session = 1;
+  failed.frame_index = 4;
+  failed.outcome = DetectOutcome::kFailed;
+  sink.held[2].done(std::move(failed));
+  process(Flat(320, 180, 0));  // 5: the failure is seen, the retry asked
+  sink.Answer(3, {});
+  for (int k = 0; k < 3; ++k) process(Flat(320, 180, 0));  // 6, 7, 8: back on the cadence at 8
+  ASSERT_EQ(asked, (std::vector<int64_t>{0, 3, 4, 5, 8}));
+  ASSERT_EQ(sink.held.size(), 5u);
+  const std::vector<double> want{0, 25, 0, 0, 25};
+  for (size_t k = 0; k < want.size(); ++k) EXPECT_EQ(sink.held[k].slack_ms, want[k]) << "frame " << asked[k];
+}
+
 // Load shedding switches the trimmed window on and off between a request and its result
 // (server/live_session.cpp): the result is mapped through the window its request showed, not the
 // one in use when it comes back. The copy as in TrimmedDetectionWindowMapsBoxesBackToTheFrame:
@@ -605,6 +641,12 @@ TEST(PrivacyConfig, RejectsContradictionsAndAbsurdValues) {
   EXPECT_FALSE(Validate(c).ok());
   c.cut_wait_ms = 15;
   EXPECT_TRUE(Validate(c).ok());
+  c.detect_slack_ms = 99;  // under half of max_result_age_ms (200), the request's own deadline
+  EXPECT_TRUE(Validate(c).ok());
+  c.detect_slack_ms = 100;
+  EXPECT_FALSE(Validate(c).ok());
+  c.detect_slack_ms = -1;
+  EXPECT_FALSE(Validate(c).ok());
   EXPECT_FALSE(ParseMode("blur").ok());
   EXPECT_EQ(*ParseMode("full_blur"), Mode::kFullBlur);
 }

@@ -68,13 +68,14 @@ struct Hosted {
 };
 
 std::future<DetectResult> Submit(InferenceScheduler& s, uint64_t session, int64_t frame,
-                                 std::function<void()> on_done = {}) {
+                                 std::function<void()> on_done = {}, double slack_ms = 0) {
   auto p = std::make_shared<std::promise<DetectResult>>();
   auto f = p->get_future();
   DetectRequest r;
   r.session = session;
   r.frame_index = frame;
   r.image = cv::Mat(36, 64, CV_8UC3, cv::Scalar::all(7));
+  r.slack_ms = slack_ms;
   r.done = [p, on_done](DetectResult&& res) {
     if (on_done) on_done();
     p->set_value(std::move(res));
@@ -114,6 +115,42 @@ TEST(InferenceOnExecutor, ADetectionRunsOnAnExecutorThreadInDeadlineOrder) {
     EXPECT_NE(ran_on, std::this_thread::get_id());
     ASSERT_EQ(order.size(), 2u);
     EXPECT_EQ(order[0], frame_first ? "frame" : "detection");
+  }
+}
+
+// privacy.detect_slack_ms: a request's slack orders it that much later, against the frames and
+// against the other requests waiting.
+TEST(InferenceOnExecutor, ARequestsSlackLetsWhatIsDueSoonerGoFirst) {
+  for (const double slack : {0.0, 80.0}) {
+    SCOPED_TRACE("slack " + std::to_string(slack) + " ms");
+    Hosted h(1, 50);  // a detection is due 50 ms (plus its slack) after it was asked for
+    std::mutex mu;
+    std::vector<std::string> order;
+    FrameClient blocker, frame;
+    blocker.block = true;
+    frame.mu = &mu;
+    frame.order = &order;
+    h.ex->Ready(&blocker, NowMs());
+    blocker.entered.Wait();
+    h.ex->Ready(&frame, NowMs() + 100);  // after the detection without slack, before it with 80
+    const auto record = [&](const char* what) {
+      return [&, what] {
+        std::lock_guard lk(mu);
+        order.push_back(what);
+      };
+    };
+    // Two sessions' requests: the one asked for first has the slack, the second none.
+    auto slacked = Submit(*h.s, 1, 0, record("slacked"), slack);
+    auto urgent = Submit(*h.s, 2, 0, record("urgent"));
+    blocker.release.Open();
+    EXPECT_EQ(slacked.get().outcome, DetectOutcome::kOk);
+    EXPECT_EQ(urgent.get().outcome, DetectOutcome::kOk);
+    EXPECT_TRUE(frame.ran.Wait());
+    h.ex->Remove(&frame);
+    h.ex->Remove(&blocker);
+    const std::vector<std::string> want = slack == 0 ? std::vector<std::string>{"slacked", "urgent", "frame"}
+                                                     : std::vector<std::string>{"urgent", "frame", "slacked"};
+    EXPECT_EQ(order, want);
   }
 }
 
