@@ -10,6 +10,7 @@
 
 #include "core/clock.h"
 #include "server/session_manager.h"
+#include "server/transcode_timing.h"
 
 namespace veil {
 namespace {

@@ -11,6 +11,7 @@
 #include <spdlog/spdlog.h>
 
 #include "core/clock.h"
+#include "server/transcode_timing.h"
 #include "transport/net/udp.h"
 
 namespace veil {

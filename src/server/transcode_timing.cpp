@@ -1,0 +1,229 @@
+#include "server/transcode_timing.h"
+
+#include <pthread.h>
+#include <sched.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <memory>
+#include <random>
+#include <span>
+#include <vector>
+
+#include <opencv2/imgproc.hpp>
+
+#include "core/clock.h"
+#include "media/codec.h"
+
+namespace veil {
+namespace {
+
+// A smooth random field: uniform noise at (w/cell, h/cell), scaled up with cubic interpolation.
+cv::Mat Field(std::mt19937& rng, int w, int h, int cell, double amplitude) {
+  cv::Mat small(std::max(2, h / cell), std::max(2, w / cell), CV_32F);
+  std::uniform_real_distribution<float> u(-1, 1);
+  for (int y = 0; y < small.rows; ++y)
+    for (int x = 0; x < small.cols; ++x) small.at<float>(y, x) = u(rng);
+  cv::Mat big;
+  cv::resize(small, big, cv::Size(w, h), 0, 0, cv::INTER_CUBIC);
+  return big * amplitude;
+}
+
+}  // namespace
+
+double UsableCores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  double cores = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
+  // cgroup v2: "max 100000" (no quota) or "<quota> <period>".
+  std::ifstream f("/sys/fs/cgroup/cpu.max");
+  std::string quota;
+  double period = 0;
+  if (f >> quota >> period && quota != "max" && period > 0) {
+    try {
+      const double q = std::stod(quota) / period;
+      if (q > 0) cores = std::min(cores, q);
+    } catch (...) {
+    }
+  }
+  return std::max(1.0, cores);
+}
+
+Result<double> MeasureTranscodeMs(VideoCodec codec, const EncoderOptions& enc, int frames) {
+  auto t = MeasureTranscode(codec, enc, frames, 0);
+  if (!t) return t.status();
+  return t->total_ms;
+}
+
+std::vector<int> TimedCores(int most) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::vector<int> all;
+  if (pthread_getaffinity_np(pthread_self(), sizeof set, &set) == 0)
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+      if (CPU_ISSET(c, &set)) all.push_back(c);
+  if (most <= 0 || int(all.size()) <= most) return all;
+  std::vector<int> picked;
+  for (int i = 0; i < most; ++i) picked.push_back(all[size_t(i) * all.size() / size_t(most)]);
+  return picked;
+}
+
+Result<TranscodeTiming> CombineCoreTimings(const std::vector<std::pair<int, TranscodeTiming>>& per_core) {
+  double inv_total = 0, inv_encode = 0;
+  int n = 0, n_encode = 0;
+  TranscodeTiming out;
+  for (const auto& [core, t] : per_core) {
+    if (!(t.total_ms > 0)) continue;
+    inv_total += 1 / t.total_ms;
+    ++n;
+    if (t.encode_ms > 0) {
+      inv_encode += 1 / t.encode_ms;
+      ++n_encode;
+    }
+    if (out.plan_encode_ratio <= 0) out.plan_encode_ratio = t.plan_encode_ratio;
+    out.by_core.emplace_back(core, t.total_ms);
+  }
+  if (n == 0) return Status::Error("no core was timed");
+  out.total_ms = n / inv_total;
+  out.encode_ms = n_encode > 0 ? n_encode / inv_encode : 0;
+  return out;
+}
+
+namespace {
+
+// The calling thread on one core while it lives; its own mask again after.
+class PinnedTo {
+ public:
+  explicit PinnedTo(int core) {
+    CPU_ZERO(&was_);
+    if (pthread_getaffinity_np(pthread_self(), sizeof was_, &was_) != 0) return;
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(core, &one);
+    ok_ = pthread_setaffinity_np(pthread_self(), sizeof one, &one) == 0;  // moves the thread there now
+  }
+  ~PinnedTo() {
+    if (ok_) pthread_setaffinity_np(pthread_self(), sizeof was_, &was_);
+  }
+  PinnedTo(const PinnedTo&) = delete;
+  PinnedTo& operator=(const PinnedTo&) = delete;
+  bool ok() const { return ok_; }
+
+ private:
+  cpu_set_t was_;
+  bool ok_ = false;
+};
+
+}  // namespace
+
+Result<TranscodeTiming> TimeTranscode(VideoCodec codec, const EncoderOptions& enc, int plan_step) {
+  constexpr int kFrames = 12;
+  // Per core, its cheapest pass. The first pass (on cores[0]) also times the plan step.
+  std::vector<std::pair<int, TranscodeTiming>> best;
+  const std::vector<int> cores = TimedCores();
+  for (size_t i = 0; i <= cores.size() && !cores.empty(); ++i) {
+    const int core = cores[i % cores.size()];  // the last pass: the first core again, warm
+    PinnedTo pin(core);
+    if (!pin.ok()) continue;
+    auto t = MeasureTranscode(codec, enc, kFrames, best.empty() ? plan_step : 0, kFrames);
+    if (!t) return t;
+    auto it = std::find_if(best.begin(), best.end(), [&](const auto& b) { return b.first == core; });
+    if (it == best.end()) {
+      best.emplace_back(core, *t);
+    } else if (t->total_ms < it->second.total_ms) {
+      it->second.total_ms = t->total_ms;
+      it->second.encode_ms = t->encode_ms;
+    }
+  }
+  if (!best.empty()) return CombineCoreTimings(best);
+  // No core could be pinned: two passes where the scheduler puts them, the cheaper kept.
+  auto t = MeasureTranscode(codec, enc, kFrames, plan_step, kFrames);
+  if (!t) return t;
+  if (auto again = MeasureTranscode(codec, enc, kFrames, 0); again && again->total_ms < t->total_ms) {
+    t->total_ms = again->total_ms;
+    t->encode_ms = again->encode_ms;
+  }
+  return t;
+}
+
+Result<TranscodeTiming> MeasureTranscode(VideoCodec codec, const EncoderOptions& enc, int frames, int plan_step,
+                                         int plan_frames) {
+  constexpr int W = 1280, H = 720, kPan = 4;  // px per frame: a slow camera pan
+  const int tw = W + kPan * (frames + 2), th = H + frames + 2;
+  // Luma: large shapes, mid detail and fine grain, like a camera picture; chroma smoother.
+  std::mt19937 rng(12345);
+  cv::Mat luma = Field(rng, tw, th, 160, 60) + Field(rng, tw, th, 24, 35) + Field(rng, tw, th, 4, 12) + 128.0;
+  cv::Mat cu = Field(rng, tw / 2, th / 2, 60, 30) + 128.0, cv_ = Field(rng, tw / 2, th / 2, 60, 30) + 128.0;
+  cv::Mat y8, u8, v8;
+  luma.convertTo(y8, CV_8U);
+  cu.convertTo(u8, CV_8U);
+  cv_.convertTo(v8, CV_8U);
+
+  VideoInfo vi;
+  vi.width = W;
+  vi.height = H;
+  vi.tb_num = 1;
+  vi.tb_den = 90000;
+  vi.fps = 30;
+  EncoderOptions o = enc;
+  o.codec = Name(codec);
+  if (codec == VideoCodec::kH264 && o.x264_profile.empty()) o.x264_profile = "baseline";  // as live sessions
+  auto encoder = VideoEncoder::Open(codec, vi, o);
+  if (!encoder) return encoder.status();
+  // The plan step's encoder encodes the same pictures: the two encodes differ only by the step.
+  std::unique_ptr<VideoEncoder> planned;
+  if (plan_step > 0) {
+    auto p = VideoEncoder::Open(codec, vi, o);
+    if (!p) return p.status();
+    planned = std::move(*p);
+    planned->SetSpeedStep(plan_step);
+  }
+  auto decoder = VideoDecoder::Open(codec, 1);
+  if (!decoder) return decoder.status();
+  FramePtr f = MakeFrame(W, H);
+  std::vector<EncodedFrame> packets;
+  std::vector<FramePtr> decoded;
+  double cpu = 0, encode_cpu = 0, plan_cpu = 0, paired_cpu = 0;  // paired: step 0's on the plan's frames
+  int timed = 0, plan_timed = 0;
+  for (int i = 0; i < frames + 1; ++i) {  // frame 0: the keyframe, not timed
+    const int x = kPan * i, y = i;
+    for (int r = 0; r < H; ++r) std::copy_n(y8.ptr<uint8_t>(y + r) + x, W, f->y.row(r));
+    for (int r = 0; r < H / 2; ++r) {
+      std::copy_n(u8.ptr<uint8_t>(y / 2 + r) + x / 2, W / 2, f->u.row(r));
+      std::copy_n(v8.ptr<uint8_t>(y / 2 + r) + x / 2, W / 2, f->v.row(r));
+    }
+    f->pts = int64_t(i) * 3000;
+    packets.clear();
+    const double t0 = ThreadCpuMs();
+    if (Status s = (*encoder)->Encode(*f, i == 0, packets); !s) return s;
+    const double te = ThreadCpuMs();
+    for (const EncodedFrame& p : packets) {
+      decoded.clear();
+      if (Status s = (*decoder)->Decode(p.data.data(), p.data.size(), p.pts, decoded); !s) return s;
+    }
+    const double t1 = ThreadCpuMs();
+    const bool step0_timed = i > 0 && !packets.empty();
+    if (step0_timed) {
+      cpu += t1 - t0;
+      encode_cpu += te - t0;
+      ++timed;
+    }
+    if (planned && i <= plan_frames) {
+      packets.clear();
+      const double p0 = ThreadCpuMs();
+      if (Status s = planned->Encode(*f, i == 0, packets); !s) return s;
+      if (step0_timed && !packets.empty() && planned->speed_step() > 0) {
+        plan_cpu += ThreadCpuMs() - p0;
+        paired_cpu += te - t0;
+        ++plan_timed;
+      }
+    }
+  }
+  if (timed == 0) return Status::Error(std::string("the ") + Name(codec) + " encoder produced no frames");
+  TranscodeTiming t{cpu / timed, encode_cpu / timed, 0, {}};
+  if (plan_timed > 0 && paired_cpu > 0) t.plan_encode_ratio = plan_cpu / paired_cpu;
+  return t;
+}
+
+}  // namespace veil
