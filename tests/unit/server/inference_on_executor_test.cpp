@@ -8,8 +8,10 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <future>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -84,37 +86,53 @@ std::future<DetectResult> Submit(InferenceScheduler& s, uint64_t session, int64_
   return f;
 }
 
-TEST(InferenceOnExecutor, ADetectionRunsOnAnExecutorThreadInDeadlineOrder) {
-  for (const bool frame_first : {false, true}) {
-    SCOPED_TRACE(frame_first ? "a frame due before the detection" : "a frame due after it");
-    Hosted h(1, 50);  // a detection is due 50 ms after it was asked for
-    std::mutex mu;
-    std::vector<std::string> order;
-    FrameClient blocker, frame;
+// A hosted scheduler on an executor of one thread that a frame's work holds until Release, and a
+// second frame due frame_in_ms from now; what runs records itself in `order`.
+struct BusyExecutor {
+  Hosted h;
+  std::mutex mu;
+  std::vector<std::string> order;
+  FrameClient blocker, frame;
+  BusyExecutor(double budget_ms, double frame_in_ms) : h(1, budget_ms) {
     blocker.block = true;
     frame.mu = &mu;
     frame.order = &order;
     h.ex->Ready(&blocker, NowMs());  // the executor's one thread is busy until released
     blocker.entered.Wait();
-    h.ex->Ready(&frame, NowMs() + (frame_first ? 5 : 500));
-    std::thread::id ran_on;
-    auto res = Submit(*h.s, 1, 0, [&] {
-      ran_on = std::this_thread::get_id();
+    h.ex->Ready(&frame, NowMs() + frame_in_ms);
+  }
+  std::function<void()> Record(std::string what) {
+    return [this, what] {
       std::lock_guard lk(mu);
-      order.push_back("detection");
-    });
-    std::this_thread::sleep_for(20ms);
-    EXPECT_EQ(h.det->Calls(), 0);  // nothing runs it but the executor
+      order.push_back(what);
+    };
+  }
+  // Lets the executor go on and waits for the frame (removed before it ran, it never would).
+  void RunAll() {
     blocker.release.Open();
-    EXPECT_EQ(res.get().outcome, DetectOutcome::kOk);
-    // The detection is answered before the frame runs when it goes first: wait for the frame
-    // (removed before it ran, it never would).
     EXPECT_TRUE(frame.ran.Wait());
     h.ex->Remove(&frame);
     h.ex->Remove(&blocker);
+  }
+};
+
+TEST(InferenceOnExecutor, ADetectionRunsOnAnExecutorThreadInDeadlineOrder) {
+  for (const bool frame_first : {false, true}) {
+    SCOPED_TRACE(frame_first ? "a frame due before the detection" : "a frame due after it");
+    BusyExecutor b(50, frame_first ? 5 : 500);  // a detection is due 50 ms after it was asked for
+    std::thread::id ran_on;
+    const auto record = b.Record("detection");
+    auto res = Submit(*b.h.s, 1, 0, [&] {
+      ran_on = std::this_thread::get_id();
+      record();
+    });
+    std::this_thread::sleep_for(20ms);
+    EXPECT_EQ(b.h.det->Calls(), 0);  // nothing runs it but the executor
+    b.RunAll();
+    EXPECT_EQ(res.get().outcome, DetectOutcome::kOk);
     EXPECT_NE(ran_on, std::this_thread::get_id());
-    ASSERT_EQ(order.size(), 2u);
-    EXPECT_EQ(order[0], frame_first ? "frame" : "detection");
+    ASSERT_EQ(b.order.size(), 2u);
+    EXPECT_EQ(b.order[0], frame_first ? "frame" : "detection");
   }
 }
 
@@ -123,34 +141,18 @@ TEST(InferenceOnExecutor, ADetectionRunsOnAnExecutorThreadInDeadlineOrder) {
 TEST(InferenceOnExecutor, ARequestsSlackLetsWhatIsDueSoonerGoFirst) {
   for (const double slack : {0.0, 80.0}) {
     SCOPED_TRACE("slack " + std::to_string(slack) + " ms");
-    Hosted h(1, 50);  // a detection is due 50 ms (plus its slack) after it was asked for
-    std::mutex mu;
-    std::vector<std::string> order;
-    FrameClient blocker, frame;
-    blocker.block = true;
-    frame.mu = &mu;
-    frame.order = &order;
-    h.ex->Ready(&blocker, NowMs());
-    blocker.entered.Wait();
-    h.ex->Ready(&frame, NowMs() + 100);  // after the detection without slack, before it with 80
-    const auto record = [&](const char* what) {
-      return [&, what] {
-        std::lock_guard lk(mu);
-        order.push_back(what);
-      };
-    };
+    // A detection is due 50 ms (plus its slack) after it was asked for; the frame in 100 ms:
+    // after a detection without slack, before one with 80.
+    BusyExecutor b(50, 100);
     // Two sessions' requests: the one asked for first has the slack, the second none.
-    auto slacked = Submit(*h.s, 1, 0, record("slacked"), slack);
-    auto urgent = Submit(*h.s, 2, 0, record("urgent"));
-    blocker.release.Open();
+    auto slacked = Submit(*b.h.s, 1, 0, b.Record("slacked"), slack);
+    auto urgent = Submit(*b.h.s, 2, 0, b.Record("urgent"));
+    b.RunAll();
     EXPECT_EQ(slacked.get().outcome, DetectOutcome::kOk);
     EXPECT_EQ(urgent.get().outcome, DetectOutcome::kOk);
-    EXPECT_TRUE(frame.ran.Wait());
-    h.ex->Remove(&frame);
-    h.ex->Remove(&blocker);
     const std::vector<std::string> want = slack == 0 ? std::vector<std::string>{"slacked", "urgent", "frame"}
                                                      : std::vector<std::string>{"urgent", "frame", "slacked"};
-    EXPECT_EQ(order, want);
+    EXPECT_EQ(b.order, want);
   }
 }
 
