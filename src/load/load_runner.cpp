@@ -64,6 +64,8 @@ json StageResult::ToJson() const {
             {"received_fps_worst", fps_worst},
             {"sent_fps_mean", sent_fps_mean},
             {"e2e_latency_ms", {{"p50", e2e_p50_ms}, {"p99", e2e_p99_ms}, {"max", e2e_max_ms}}},
+            {"late_frames", {{"frames", late_frames}, {"slices", late_slices},
+                             {"worst_slice_frames", late_worst_slice_frames}, {"worst_slice_at_s", late_worst_slice_at_s}}},
             {"processing_ms", {{"mean", proc_mean_ms}, {"p99", proc_p99_ms}}},
             {"stale_drop_pct", stale_pct},
             {"decodes_given_up_pct", decodes_given_up_pct},

@@ -65,6 +65,11 @@ struct StageResult {
   double window_s = 0;
   double fps_mean = 0, fps_worst = 0, sent_fps_mean = 0;
   double e2e_p50_ms = 0, e2e_p99_ms = 0, e2e_max_ms = 0;
+  // When the tail came: the frames that reached their viewers later than the p99 mark end to end
+  // (LoadOptions::pass_p99_ms), by one-second slice of the window. A tail made in a slice or two
+  // is a burst (the machine stalled); one spread over the window is a node short of CPU.
+  int late_frames = 0, late_slices = 0, late_worst_slice_frames = 0;
+  double late_worst_slice_at_s = 0;  // where the worst slice begins, s into the window
   double proc_mean_ms = 0, proc_p99_ms = 0;
   double stale_pct = 0, fail_closed = 0, viewer_loss_pct = 0, ingest_loss_pct = 0;
   // Of the frames sent, forwarded ones whose decode the server gave up (its executor seconds

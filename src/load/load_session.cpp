@@ -30,7 +30,10 @@ void LoadSession::OnArrival(uint32_t ts, double ms) {
   if (ms < window_from || ms >= window_to) return;
   ++received;
   auto it = sent.find(ts);
-  if (it != sent.end()) latencies.push_back(ms - it->second);
+  if (it != sent.end()) {
+    latencies.push_back(ms - it->second);
+    arrivals.push_back(ms);
+  }
 }
 
 std::map<std::string, std::string> EndedByServer(const LoadSessions& sessions) {

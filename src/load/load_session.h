@@ -29,6 +29,7 @@ struct LoadSession {
   std::unordered_map<uint32_t, double> sent;  // RTP ts -> send time; guarded by mu
   std::deque<uint32_t> order;                 // eviction order; guarded by mu
   std::vector<double> latencies;              // in the window; guarded by mu
+  std::vector<double> arrivals;               // each latency's arrival (NowMs), in step; guarded by mu
   int received = 0, sent_in_window = 0;       // guarded by mu
   double first_sent = 0, last_sent = 0;       // guarded by mu
   int64_t frames_sent = 0;                    // guarded by mu

@@ -70,6 +70,17 @@ std::string MarkdownTable(const std::vector<LoadRun>& runs) {
   if (!phases.empty())
     o += "\n| config | sessions | frame phase | each session's at the start, ms after the first's (modulo a frame) | "
          "each session's clock as sent, ppm |\n|---|---|---|---|---|\n" + phases;
+  // When the tail came: the frames later than the mark end to end, by one-second slice.
+  std::string late;
+  for (const LoadRun& r : runs)
+    for (const StageResult& s : r.stages) {
+      if (s.window_s <= 0 || s.late_frames == 0) continue;
+      late += fmt::format("| {} | {} | {} | {} of {:.0f} | {} (at {:.0f} s) |\n", Label(r), SessionsCell(s), s.late_frames,
+                          s.late_slices, std::ceil(s.window_s), s.late_worst_slice_frames, s.late_worst_slice_at_s);
+    }
+  if (!late.empty())
+    o += "\n| config | sessions | frames later than the p99 mark end to end | one-second slices with any | in the worst slice |\n"
+         "|---|---|---|---|---|\n" + late;
   // Through a cluster's entry URL: where the sessions landed and how each node did.
   bool spread = false;
   for (const LoadRun& r : runs)

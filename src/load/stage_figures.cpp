@@ -24,6 +24,7 @@ void FillStageFigures(const LoadOptions& o, const LoadSessions& sessions, const 
   // Client side: FPS and end-to-end latency; server side: deltas of our sessions' series over
   // the window, each from its node's /metrics.
   std::vector<double> lat;
+  std::map<int, int> late_by_slice;  // one-second slice of the window -> frames later than the mark
   double fps_sum = 0, sent_sum = 0, lost = 0, pk = 0;
   HistSnapshot proc;
   std::map<std::string, HistSnapshot> stage, node_proc;
@@ -61,6 +62,11 @@ void FillStageFigures(const LoadOptions& o, const LoadSessions& sessions, const 
       sent_sum += s.sent_in_window / win;
       res.fps_worst = std::min(res.fps_worst, fps);
       lat.insert(lat.end(), s.latencies.begin(), s.latencies.end());
+      for (size_t k = 0; k < s.latencies.size(); ++k) {
+        if (s.latencies[k] <= o.pass_p99_ms) continue;
+        ++res.late_frames;
+        if (k < s.arrivals.size()) ++late_by_slice[int(std::floor((s.arrivals[k] - w.t_warm) / 1000.0))];
+      }
       NodeFigures& nf = res.nodes[s.node];
       nf.fps_worst = nf.sessions == 0 ? fps : std::min(nf.fps_worst, fps);
       nf.fps_mean += fps;  // a sum until divided below
@@ -100,6 +106,12 @@ void FillStageFigures(const LoadOptions& o, const LoadSessions& sessions, const 
   res.e2e_p50_ms = Percentile(lat, 0.5);
   res.e2e_p99_ms = Percentile(lat, 0.99);
   res.e2e_max_ms = lat.empty() ? 0 : *std::max_element(lat.begin(), lat.end());
+  res.late_slices = int(late_by_slice.size());
+  for (const auto& [slice, n] : late_by_slice)
+    if (n > res.late_worst_slice_frames) {  // the earliest of equals
+      res.late_worst_slice_frames = n;
+      res.late_worst_slice_at_s = slice;
+    }
   res.viewer_loss_pct = pk + lost > 0 ? 100.0 * lost / (pk + lost) : 0;
   res.proc_mean_ms = proc.mean();
   res.proc_p99_ms = proc.Quantile(0.99);

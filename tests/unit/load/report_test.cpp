@@ -26,6 +26,23 @@ const CompareFigure* Find(const std::vector<CompareFigure>& f, const std::string
   return nullptr;
 }
 
+// The report's table of when the tail came: a row for a stage with late frames, none for one
+// without, and no table at all when no stage had any.
+TEST(LoadReport, LateFramesGetARowPerStageThatHadThem) {
+  StageResult late = Stage(5, 30, 15.05);
+  late.late_frames = 31;
+  late.late_slices = 4;
+  late.late_worst_slice_frames = 24;
+  late.late_worst_slice_at_s = 7;
+  LoadRun r = RunOf({Stage(4, 30, 15), late});
+  r.label = "h264";
+  const std::string md = MarkdownTable({r});
+  EXPECT_NE(md.find("| h264 | 5 | 31 | 4 of 16 | 24 (at 7 s) |"), std::string::npos) << md;
+  EXPECT_EQ(md.find("| h264 | 4 | 0 |"), std::string::npos) << md;
+  const std::string calm = MarkdownTable({RunOf({Stage(4, 30, 15)})});
+  EXPECT_EQ(calm.find("later than the p99 mark"), std::string::npos) << calm;
+}
+
 TEST(LoadCompare, MeansRangesAndOverlapByHand) {
   const std::vector<LoadRun> a = {RunOf({Stage(2, 30)}), RunOf({Stage(2, 28)})};
   const std::vector<LoadRun> b = {RunOf({Stage(2, 25)}), RunOf({Stage(2, 26)})};

@@ -128,6 +128,35 @@ TEST(StageFigures, TheWindowsDeltasOfTheStagesOwnSessionsByHand) {
   EXPECT_EQ(clean.verdict, "");
 }
 
+// When the tail came: frames later than the mark (33.3 ms) end to end, by one-second slice of the
+// window (it begins at 5000 ms). a: 40 ms at 7200 and 50 at 7900 (slice 2), 35 at 12050 (slice
+// 7), 10 at 5100 (in time); b: 34 at 7500 (slice 2), 20 at 24999 (in time), and 33.3 at 9000
+// (at the mark, in time). Four late frames in two slices, three of them in the one at 2 s.
+TEST(StageFigures, LateFramesAreCountedByOneSecondSliceOfTheWindow) {
+  LoadSessions sessions;
+  sessions.push_back(Session("a", 600, {10, 40, 50, 35}));
+  sessions.back()->arrivals = {5100, 7200, 7900, 12050};
+  sessions.push_back(Session("b", 560, {34, 20, 33.3}));
+  sessions.back()->arrivals = {7500, 24999, 9000};
+  StageResult res;
+  FillStageFigures(LoadOptions{}, sessions, Window(true), res);
+  EXPECT_EQ(res.late_frames, 4);
+  EXPECT_EQ(res.late_slices, 2);
+  EXPECT_EQ(res.late_worst_slice_frames, 3);
+  EXPECT_DOUBLE_EQ(res.late_worst_slice_at_s, 2);
+  const nlohmann::json j = res.ToJson();
+  EXPECT_EQ(j["late_frames"]["frames"], 4);
+  EXPECT_EQ(j["late_frames"]["worst_slice_at_s"], 2.0);
+  // Against a 45-ms mark only a's 50 ms is late: one slice.
+  LoadOptions lenient;
+  lenient.pass_p99_ms = 45;
+  StageResult again;
+  FillStageFigures(lenient, sessions, Window(true), again);
+  EXPECT_EQ(again.late_frames, 1);
+  EXPECT_EQ(again.late_slices, 1);
+  EXPECT_EQ(again.late_worst_slice_frames, 1);
+}
+
 // The server ended b mid-stage: b's viewer still counts (its 28 fps), its series are gone and
 // do not, and the stage fails whatever its figures.
 TEST(StageFigures, ASessionTheServerEndedCountsForItsViewerAndFailsTheStage) {
