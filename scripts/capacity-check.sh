@@ -53,8 +53,9 @@ run() {  # $1 label, $2 mode, $3 input, $4 stages, $5 auto stages
   [ -n "${FRESH:-}" ] && auto=${auto##*,}  # the offer alone
   start_server "$label-auto" --mode "$mode" ${AUTO_ARGS:-}
   curl -s "$url/readyz" > "$out/$label-auto-readyz-start.json"
-  # IDLE_FIRST=S: the auto server waits S s idle before its first stage (with AUTO_ARGS="--retime-s
-  # 5": it times its transcode again meanwhile, server.retime_s).
+  # IDLE_FIRST=S: the auto server waits S s idle before its first stage: it times its transcode
+  # again meanwhile (server.retime_first_s, 5 s: twice within ~13 s of a 2-core node's start;
+  # then every server.retime_s). readyz-start.json has what its startup timing alone admits.
   [ -n "${IDLE_FIRST:-}" ] && sleep "$IDLE_FIRST"
   curl -s "$url/readyz" > "$out/$label-auto-readyz-before.json"
   "$veil" load --server "$url" -i "$input" --stages "$auto" --stage-seconds "$secs" ${AUTO_ALL_STAGES:+--all-stages} --run-admitted \

@@ -9,6 +9,9 @@ For each kind it ran (vp8-anonymize, h264-bypass, ...):
              CapacityModel::CapacitySessions counts (at least 1): after the measured ramp
              (KIND-model.json), before the auto server learned anything (KIND-auto-readyz-before.json,
              the priors: what a fresh node admits), and after the auto run (KIND-auto-model.json);
+             with IDLE_FIRST the "fresh" figure is the node's after it idled (its early
+             re-timings, server.retime_first_s), and the one its startup timing alone gave
+             (KIND-auto-readyz-start.json) is shown beside it where it differs;
   auto       the auto server's stage with refusals: admitted of offered, and whether they passed;
              and every auto stage that failed (its ramp's too: those sessions were admitted).
 
@@ -96,6 +99,7 @@ def summarize(out, measured_from=None):
         meas, failed = measured(measured_from or out, kind)
         after_ramp = predicted(load(os.path.join(out, kind + "-model.json")), kind)
         fresh = predicted(load(os.path.join(out, kind + "-auto-readyz-before.json")), kind)
+        at_start = predicted(load(os.path.join(out, kind + "-auto-readyz-start.json")), kind)
         after_auto = predicted(load(os.path.join(out, kind + "-auto-model.json")), kind)
         a, auto_failed = auto(out, kind)
         rows.append({
@@ -104,6 +108,8 @@ def summarize(out, measured_from=None):
             "failed": failed,
             "predicted_after_ramp": after_ramp,
             "predicted_fresh": fresh,
+            "predicted_at_start": at_start,
+            "at_start_vs_measured_pct": percent(at_start, meas),
             "predicted_after_auto": after_auto,
             "auto_admitted": a[0] if a else None,
             "auto_offered": a[1] if a else None,
@@ -137,9 +143,12 @@ def table(rows):
                  + ("pass" if r["auto_passed"] else "**FAILED**"))
         if r["auto_failed"]:
             a += "; **failed** at " + ", ".join(map(str, r["auto_failed"]))
+        fresh = cell(r['predicted_fresh'], r['fresh_vs_measured_pct'])
+        if r["predicted_at_start"] is not None and r["predicted_at_start"] != r["predicted_fresh"]:
+            fresh += f"; at startup {cell(r['predicted_at_start'], r['at_start_vs_measured_pct'])}"
         lines.append(f"| {r['kind']} | {meas} | "
                      f"{cell(r['predicted_after_ramp'], r['after_ramp_vs_measured_pct'])} | "
-                     f"{cell(r['predicted_fresh'], r['fresh_vs_measured_pct'])} | {a} | "
+                     f"{fresh} | {a} | "
                      f"{cell(r['predicted_after_auto'])} |")
     return "\n".join(lines)
 

@@ -31,12 +31,20 @@ class ServerProcess {
   // Admission by latency (server.admit_p99_ms) is off unless ARGS set it: these servers run
   // sessions on a loaded test machine whose p99 is not what their tests check, and a refusal by
   // it would fail them by the machine's speed. Its own test sets it.
+  // The early re-timings of an idle node (server.retime_first_s) are off unless ARGS set a
+  // re-timing key: two transcode timings of ~1-2 s of a core each, 5 s into every server that
+  // idles (most of these), would take CPU from the tests running beside them. Their own tests
+  // set them.
   explicit ServerProcess(const std::vector<std::string>& args, const std::string& listen = "127.0.0.1:0")
       : log_path_(TempPath("serve-" + std::to_string(++counter_) + ".log")) {
     std::vector<std::string> a = args;
-    bool admit_set = false;
-    for (const std::string& s : a) admit_set = admit_set || s.find("admit") != std::string::npos;
+    bool admit_set = false, retime_set = false;
+    for (const std::string& s : a) {
+      admit_set = admit_set || s.find("admit") != std::string::npos;
+      retime_set = retime_set || s.find("retime") != std::string::npos;
+    }
     if (!admit_set) a.insert(a.end(), {"--admit-p99-ms", "0"});
+    if (!retime_set) a.insert(a.end(), {"--retime-first-s", "0"});
     auto c = ChildServer::Start(a, log_path_, VEIL_BIN, "serve", listen);
     if (!c.ok()) return;
     child_ = std::move(*c);

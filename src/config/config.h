@@ -54,6 +54,10 @@ struct ServerSettings {
   // The standalone transcode (the limit, and what the cost model's ratios multiply) is timed again
   // once the node has been idle this long, s (0: only at startup; server/capacity.h, Retime).
   double retime_s = 60;
+  // Until the model keeps its full set of timings (CapacityModel::kKeptTimings, startup's among
+  // them), an idle node re-times after this long instead, s: a start whose one timing read high
+  // is outvoted seconds later, not minutes (0: retime_s throughout).
+  double retime_first_s = 5;
   // A file where the node keeps what its cost model learned, read at startup (empty: none;
   // server/capacity_memory.h).
   std::string capacity_state;

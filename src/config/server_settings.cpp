@@ -46,6 +46,7 @@ Status Validate(const ServerSettings& v) {
                     in(v.admit_p99_ms, 0.0, 1000.0, "server.admit_p99_ms"),
                     in(v.admit_speed_step, 0, VideoEncoder::kMaxSpeedSteps - 1, "server.admit_speed_step"),
                     in(v.retime_s, 0.0, 86400.0, "server.retime_s"),
+                    in(v.retime_first_s, 0.0, 86400.0, "server.retime_first_s"),
                     in(v.drain_timeout_s, 0.0, 86400.0, "server.drain_timeout_s"),
                     in(v.max_viewers, 1, 1024, "server.max_viewers"), in(v.viewer_queue, 1, 256, "server.viewer_queue"),
                     in(v.jitter_ms, 0, 2000, "server.jitter_ms"), in(v.budget_ms, 1.0, 10000.0, "server.budget_ms"),

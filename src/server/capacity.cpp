@@ -351,4 +351,11 @@ CostLearner::StepResult CostLearner::Step(CapacityModel& model, const std::map<s
   return out;
 }
 
+double RetimeWaitS(double retime_s, double retime_first_s, size_t fewest_kept_timings) {
+  if (retime_s <= 0) return 0;
+  if (retime_first_s > 0 && fewest_kept_timings < size_t(CapacityModel::kKeptTimings))
+    return std::min(retime_first_s, retime_s);
+  return retime_s;
+}
+
 }  // namespace veil

@@ -207,6 +207,12 @@ class CapacityModel {
   std::map<std::pair<VideoCodec, int>, Learned> encode_ GUARDED_BY(mu_);  // ms per 720p frame
 };
 
+// How long an idle node waits before it times its transcode again (server.retime_s and
+// server.retime_first_s): retime_first_s (at most retime_s) while the model keeps fewer than
+// kKeptTimings timings of a codec, so a start whose one timing read high is outvoted within
+// seconds; retime_s after that. <= 0: never (retime_s 0: timed at startup only).
+double RetimeWaitS(double retime_s, double retime_first_s, size_t fewest_kept_timings);
+
 // What a running session shows at a learning step, read from it once a second.
 struct SessionReading {
   SessionLoad load;     // codec, its mode now, size (0 until its first frame), measured rate

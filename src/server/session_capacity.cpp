@@ -103,7 +103,10 @@ void SessionManager::RetimeWhenIdle(double now) {
     }
     created = next_sched_id_;
   }
-  if (now - retimed_ms_ < 1000.0 * deps_.server.retime_s) return;
+  size_t fewest = size_t(CapacityModel::kKeptTimings);  // of the codecs timed at startup
+  for (const VideoCodecInfo& vc : VideoCodecs())
+    if (const size_t kept = capacity_->KeptTimings(vc.codec).size(); kept > 0) fewest = std::min(fewest, kept);
+  if (now - retimed_ms_ < 1000.0 * RetimeWaitS(deps_.server.retime_s, deps_.server.retime_first_s, fewest)) return;
   retimed_ms_ = now;
   std::map<VideoCodec, TranscodeTiming> timed;
   for (const VideoCodecInfo& vc : VideoCodecs()) {

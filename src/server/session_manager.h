@@ -234,7 +234,8 @@ class SessionManager {
   // Times the standalone transcode (the limit), builds the cost model and its metrics.
   Status StartCapacity(MetricsRegistry* metrics);
   // server.retime_s: once a node has had no session for that long since it last timed the
-  // standalone transcode, times it again (CapacityModel::Retime). Housekeeping's thread.
+  // standalone transcode, times it again (CapacityModel::Retime); server.retime_first_s until
+  // the model keeps all its timings (RetimeWaitS). Housekeeping's thread.
   void RetimeWhenIdle(double now);
 
   const ServerDeps deps_;

@@ -244,6 +244,29 @@ TEST(Server, AnIdleNodeTimesItsTranscodeAgainAndNotWhileASessionRuns) {
   EXPECT_EQ(server.Stop(), 0);
 }
 
+// server.retime_first_s: right after startup an idle node re-times sooner, until it keeps three
+// timings (startup's and two), so a start whose one timing read high is outvoted within seconds;
+// then it waits server.retime_s (an hour here) and times nothing more.
+TEST(Server, AFreshIdleNodeTimesItsTranscodeTwiceMoreWithinSeconds) {
+  ServerProcess server({"--retime-s", "3600", "--retime-first-s", "1"});
+  ASSERT_TRUE(server.ok()) << server.log();
+  const auto readyz = [&] { return server.Call("GET", "/readyz").body["capacity"]; };
+  json cap = readyz();
+  for (int i = 0; i < 240 && cap["retimes"].get<int>() < 2; ++i) {
+    SleepMs(250);
+    cap = readyz();
+  }
+  ASSERT_EQ(cap["retimes"].get<int>(), 2) << "a fresh idle node did not time its transcode twice more: " << server.log();
+  for (const char* codec : {"vp8", "h264"}) {
+    const std::vector<double> kept = cap["transcode_timings_ms_by_codec"][codec];
+    ASSERT_EQ(kept.size(), 3u) << cap.dump();
+    EXPECT_EQ(cap["transcode_ms_by_codec"][codec].get<double>(), *std::min_element(kept.begin(), kept.end())) << cap.dump();
+  }
+  SleepMs(3000);  // three retime_first_s more: its timings are all kept, so it waits retime_s
+  EXPECT_EQ(readyz()["retimes"].get<int>(), 2) << "still timing after three timings were kept";
+  EXPECT_EQ(server.Stop(), 0);
+}
+
 // Admission by latency (server.admit_p99_ms, with max_sessions = auto): once a running session's
 // processing p99 over its last 5 s is above the mark, the node refuses the next session (503,
 // Retry-After, the reason naming the session) and /readyz says so, whatever the CPU budget says.

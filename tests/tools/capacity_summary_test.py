@@ -45,6 +45,10 @@ with tempfile.TemporaryDirectory() as out:
     # Fresh: the priors in /readyz's shape; 1500 / (12.6 x 30 = 378) = 3.97: 3.
     write(f"{out}/vp8-anonymize-auto-readyz-before.json",
           {"capacity": model(1500, [("vp8", "anonymize", 12.6), ("vp8", "bypass", 2.5)])})
+    # Its startup timing alone (IDLE_FIRST: before its early re-timings) read higher: 1500 / (13.9
+    # x 30 = 417) = 3.6: 3; the same as after them for H.264 (no start file: none).
+    write(f"{out}/vp8-anonymize-auto-readyz-start.json",
+          {"capacity": model(1500, [("vp8", "anonymize", 13.9)])})
     # The auto run: its ramp's 4 failed, then 3 of 8 admitted and passing.
     write(f"{out}/vp8-anonymize-auto/load.json",
           {"runs": [{"stages": [stage(1, True), stage(4, False), stage(3, True, offered=8, refused=5)]}]})
@@ -56,6 +60,8 @@ with tempfile.TemporaryDirectory() as out:
                                                                "planned_cpu_ms_per_720p_frame": 10.0}]})
     # Forwarded: 24 offered on a fresh node, 0.3 ms-ish sessions: 1600 / (3.1 x 30 = 93) = 17.2: 17.
     write(f"{out}/vp8-bypass-auto-readyz-before.json", {"capacity": model(1600, [("vp8", "bypass", 3.1)])})
+    # Its startup timing alone read 3.5 ms a frame: 1600 / 105 = 15.2: 15 (the table shows both).
+    write(f"{out}/vp8-bypass-auto-readyz-start.json", {"capacity": model(1600, [("vp8", "bypass", 3.5)])})
     write(f"{out}/vp8-bypass-auto/load.json", {"runs": [{"stages": [stage(17, True, offered=24, refused=7)]}]})
     # A measured ramp elsewhere, for --measured-from: H.264 passed 1-6.
     other = os.path.join(out, "other")
@@ -73,10 +79,12 @@ with tempfile.TemporaryDirectory() as out:
     check("vp8 after the ramp %", v.get("after_ramp_vs_measured_pct"), 0)
     check("vp8 fresh", v.get("predicted_fresh"), 3)
     check("vp8 fresh %", v.get("fresh_vs_measured_pct"), -25)
+    check("vp8 at startup", (v.get("predicted_at_start"), v.get("at_start_vs_measured_pct")), (3, -25))
     check("vp8 auto admitted", (v.get("auto_admitted"), v.get("auto_offered"), v.get("auto_passed")), (3, 8, True))
     check("vp8 auto failed", v.get("auto_failed"), [4])
     h = rows.get("h264-anonymize", {})
     check("h264 measured", h.get("measured"), None)
+    check("h264 at startup: no file", h.get("predicted_at_start"), None)
     check("h264 after auto, no budget", h.get("predicted_after_auto"), None)
     check("h264 auto", (h.get("auto_admitted"), h.get("auto_passed"), h.get("auto_failed")), (5, False, [5]))
     b = rows.get("vp8-bypass", {})
@@ -91,6 +99,8 @@ with tempfile.TemporaryDirectory() as out:
     # The table says a failed admitted set in words.
     rc, text, _ = run(out)
     check("table rc", rc, 0)
+    check("table: startup's figure beside the fresh one", "| 17; at startup 15 |" in text, True)
+    check("table: not when they are alike", "3 (-25%); at startup" in text, False)
     check("table names the failure", "**failed** at 4" in text and "**FAILED**" in text, True)
 
     # Bad input: a clear error, never a traceback.

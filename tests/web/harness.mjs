@@ -121,10 +121,13 @@ export function spawnChild(args, opts = { stdio: "ignore" }) {
 // Starts `veil serve` on a free port of a loopback address (127.0.0.1 unless `host`); resolves to
 // { url, proc, log() }.
 // Admission by latency (server.admit_p99_ms) is off unless `extra` sets it: these servers run
-// sessions on a loaded test machine whose p99 is not what the browser tests check.
+// sessions on a loaded test machine whose p99 is not what the browser tests check. So are the
+// early re-timings of an idle node (server.retime_first_s): a second or two of a core each, 5 s
+// into a server that idles, taken from the test beside it.
 export function startServer(extra = [], host = "127.0.0.1") {
   return new Promise((resolve, reject) => {
     const admit = extra.some(a => String(a).includes("admit")) ? [] : ["--admit-p99-ms", "0"];
+    if (!extra.some(a => String(a).includes("retime"))) admit.push("--retime-first-s", "0");
     const p = spawnChild(["serve", "--listen", host + ":0", ...extra, ...admit], { stdio: ["ignore", "pipe", "pipe"] });
     let out = "", err = "";
     p.stdout.on("data", d => {

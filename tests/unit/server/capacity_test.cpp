@@ -405,6 +405,18 @@ TEST(Capacity, ATranscodeTimedAgainCountsAsTheCheapestOfTheLastThree) {
   EXPECT_NEAR(m.TranscodeMs(VideoCodec::kH264), 12.0, 1e-9);  // an unmeasured codec: the dearest measured
 }
 
+// How long an idle node waits to time its transcode again: server.retime_first_s (at most
+// retime_s) until three timings are kept, startup's among them; retime_s after; never when
+// retime_s is 0.
+TEST(Capacity, AnIdleNodeRetimesSoonerUntilItKeepsThreeTimings) {
+  EXPECT_EQ(RetimeWaitS(60, 5, 1), 5);  // startup's timing alone
+  EXPECT_EQ(RetimeWaitS(60, 5, 2), 5);
+  EXPECT_EQ(RetimeWaitS(60, 5, CapacityModel::kKeptTimings), 60);
+  EXPECT_EQ(RetimeWaitS(60, 0, 1), 60);  // off: retime_s throughout
+  EXPECT_EQ(RetimeWaitS(2, 5, 1), 2);    // never slower than retime_s
+  EXPECT_EQ(RetimeWaitS(0, 5, 1), 0);    // timed at startup only
+}
+
 // The sessions' own ratio at the plan step, once both steps have kMinPlanSamples seconds, is
 // planned with where it saves more than the standalone pair (the synthetic pan is easier on
 // motion search than camera pictures); where it saves less, the pair's stands.
