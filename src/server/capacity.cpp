@@ -78,33 +78,37 @@ std::vector<double> CapacityModel::KeptTimings(VideoCodec codec) const {
   return out;
 }
 
-double CapacityModel::SessionsPlanEncodeRatio(VideoCodec codec) const {
+double CapacityModel::SessionsPlanEncodeRatio(VideoCodec codec, EncodePicture picture) const {
   MutexLock lk(mu_);
-  return SessionsPlanEncodeRatioLocked(codec);
+  return SessionsPlanEncodeRatioLocked(codec, picture);
 }
 
-double CapacityModel::SessionsPlanEncodeRatioLocked(VideoCodec codec) const {
+double CapacityModel::SessionsPlanEncodeRatioLocked(VideoCodec codec, EncodePicture picture) const {
   if (o_.plan_speed_step <= 0) return 1;
   const int step = std::min(o_.plan_speed_step, VideoEncoder::kMaxSpeedSteps - 1);
-  auto at0 = encode_.find({codec, 0}), at = encode_.find({codec, step});
+  auto at0 = encode_.find({codec, picture, 0}), at = encode_.find({codec, picture, step});
   if (at0 == encode_.end() || at == encode_.end() || at0->second.samples < kMinPlanSamples ||
       at->second.samples < kMinPlanSamples || !(at0->second.value > 0))
     return -1;
   return at->second.value / at0->second.value;
 }
 
-double CapacityModel::PlanEncodeRatio(VideoCodec codec) const {
+double CapacityModel::PlanEncodeRatio(VideoCodec codec, EncodePicture picture) const {
   MutexLock lk(mu_);
-  return PlanEncodeRatioLocked(codec);
+  return PlanEncodeRatioLocked(codec, picture);
 }
 
-double CapacityModel::PlanEncodeRatioLocked(VideoCodec codec) const {
+double CapacityModel::PlanEncodeRatioLocked(VideoCodec codec, EncodePicture picture) const {
   if (o_.plan_speed_step <= 0) return 1;
+  if (picture == EncodePicture::kMosaic) {  // its own sessions' figure alone (capacity.h)
+    const double own = SessionsPlanEncodeRatioLocked(codec, picture);
+    return own > 0 ? std::min(1.0, own) : 1;
+  }
   auto p = plan_encode_ratio_.find(codec);
   double r = p == plan_encode_ratio_.end() || !(p->second > 0) ? -1 : p->second;
   // Each figure is biased toward saving too little (capacity.h): the smaller ratio is the nearer.
   // The prior stands in for the sessions' own until they measured it.
-  double s = SessionsPlanEncodeRatioLocked(codec);
+  double s = SessionsPlanEncodeRatioLocked(codec, picture);
   if (!(s > 0))
     if (auto q = prior_plan_ratio_.find(codec); q != prior_plan_ratio_.end() && q->second > 0) s = q->second;
   if (s > 0 && (r < 0 || s < r)) r = s;
@@ -154,21 +158,23 @@ std::vector<CapacityModel::Cost> CapacityModel::Costs() const {
   return out;
 }
 
-double CapacityModel::EncodeMs(VideoCodec codec, int step) const {
+double CapacityModel::EncodeMs(VideoCodec codec, int step, EncodePicture picture) const {
   MutexLock lk(mu_);
-  return EncodeMsLocked(codec, step);
+  return EncodeMsLocked(codec, step, picture);
 }
 
-double CapacityModel::EncodeMsLocked(VideoCodec codec, int step) const {
-  if (auto it = encode_.find({codec, step}); it != encode_.end() && it->second.samples > 0) return it->second.value;
+double CapacityModel::EncodeMsLocked(VideoCodec codec, int step, EncodePicture picture) const {
+  if (auto it = encode_.find({codec, picture, step}); it != encode_.end() && it->second.samples > 0)
+    return it->second.value;
   if (step != 0) return -1;
+  if (picture != EncodePicture::kCamera) return EncodeMsLocked(codec, 0, EncodePicture::kCamera);
   auto it = encode_ms_.find(codec);
   return it != encode_ms_.end() ? it->second : TranscodeMsLocked(codec);
 }
 
-int CapacityModel::EncodeSamples(VideoCodec codec, int step) const {
+int CapacityModel::EncodeSamples(VideoCodec codec, int step, EncodePicture picture) const {
   MutexLock lk(mu_);
-  auto it = encode_.find({codec, step});
+  auto it = encode_.find({codec, picture, step});
   return it == encode_.end() ? 0 : it->second.samples;
 }
 
@@ -181,18 +187,21 @@ double CapacityModel::PlanSavingMsLocked(VideoCodec codec, Mode mode) const {
   // A forwarding bypass session runs no encoder; step 0 plans nothing away.
   if ((mode == Mode::kBypass && o_.bypass_forward) || o_.plan_speed_step <= 0) return 0;
   // The plan step's share of an encode (PlanEncodeRatio) applied to what step 0's encodes cost
-  // in the sessions.
-  if (const double r = PlanEncodeRatioLocked(codec); r >= 0) return EncodeMsLocked(codec, 0) * (1 - r);
-  const double planned = EncodeMsLocked(codec, std::min(o_.plan_speed_step, VideoEncoder::kMaxSpeedSteps - 1));
+  // in the sessions, for the picture the mode encodes.
+  const EncodePicture picture = PictureOf(mode);
+  if (const double r = PlanEncodeRatioLocked(codec, picture); r >= 0) return EncodeMsLocked(codec, 0, picture) * (1 - r);
+  const double planned =
+      EncodeMsLocked(codec, std::min(o_.plan_speed_step, VideoEncoder::kMaxSpeedSteps - 1), picture);
   if (planned < 0) return 0;  // that step not measured yet: the configured speed's cost
-  return std::max(0.0, EncodeMsLocked(codec, 0) - planned);
+  return std::max(0.0, EncodeMsLocked(codec, 0, picture) - planned);
 }
 
-void CapacityModel::LearnEncode(VideoCodec codec, int step, int w, int h, double encode_ms_per_frame) {
+void CapacityModel::LearnEncode(VideoCodec codec, int step, int w, int h, double encode_ms_per_frame,
+                                EncodePicture picture) {
   if (step < 0 || step >= VideoEncoder::kMaxSpeedSteps || !(encode_ms_per_frame > 0) || w <= 0 || h <= 0) return;
   const double ms = encode_ms_per_frame / PixelsScale(w, h);
   MutexLock lk(mu_);
-  encode_[{codec, step}].Add(ms);
+  encode_[{codec, picture, step}].Add(ms);
 }
 
 CapacityMemory CapacityModel::Memory() const {
@@ -201,7 +210,7 @@ CapacityMemory CapacityModel::Memory() const {
   for (const auto& [k, l] : learned_)
     if (l.samples > 0) m.costs.push_back({k.first, k.second, l.value, l.samples, TranscodeMsLocked(k.first)});
   for (const auto& [k, l] : encode_)
-    if (l.samples > 0) m.encodes.push_back({k.first, k.second, l.value, l.samples});
+    if (l.samples > 0) m.encodes.push_back({std::get<0>(k), std::get<1>(k), std::get<2>(k), l.value, l.samples});
   return m;
 }
 
@@ -215,7 +224,7 @@ void CapacityModel::Restore(const CapacityMemory& m) {
   }
   for (const CapacityMemory::Encode& e : m.encodes)
     if (e.ms > 0 && e.samples > 0 && e.step >= 0 && e.step < VideoEncoder::kMaxSpeedSteps)
-      encode_[{e.codec, e.step}] = {e.ms, e.samples};
+      encode_[{e.codec, e.picture, e.step}] = {e.ms, e.samples};
 }
 
 void CapacityModel::Learned::Add(double x) {
@@ -318,7 +327,7 @@ CostLearner::StepResult CostLearner::Step(CapacityModel& model, const std::map<s
     for (int k = 0; k < VideoEncoder::kMaxSpeedSteps; ++k)
       if (in.encode_frames[k] >= kMinFrames)
         model.LearnEncode(in.r->load.codec, k, in.r->load.width, in.r->load.height,
-                          in.encode_cpu_ms[k] / double(in.encode_frames[k]));
+                          in.encode_cpu_ms[k] / double(in.encode_frames[k]), PictureOf(in.r->load.mode));
   }
   if (model.Saturated(process_cpu_ms, wall_ms)) {
     ++saturated_steps_;
@@ -340,7 +349,8 @@ CostLearner::StepResult CostLearner::Step(CapacityModel& model, const std::map<s
     const double scale = model.PixelsScale(in.r->load.width, in.r->load.height);
     for (int k = 1; k < VideoEncoder::kMaxSpeedSteps; ++k) {
       if (in.encode_frames[k] == 0) continue;
-      const double step0 = model.EncodeMs(in.r->load.codec, 0) * scale * double(in.encode_frames[k]);
+      const double step0 =
+          model.EncodeMs(in.r->load.codec, 0, PictureOf(in.r->load.mode)) * scale * double(in.encode_frames[k]);
       ms += (step0 - in.encode_cpu_ms[k]) / double(in.frames);
     }
     const bool encoder_only = in.r->shed_level <= in.r->encoder_steps;

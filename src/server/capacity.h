@@ -31,10 +31,16 @@
 // Until the sessions have measured it, a prior share stands in for theirs where the encoder runs
 // its default ladder (PriorPlanEncodeRatio: what sessions measured on the sample clip), as the
 // priors of the cost ratios do; once they have, their own figure replaces it.
+// A full_blur session encodes a whole-frame mosaic, not a camera picture: its encodes per step
+// are learned apart (EncodePicture), and its plan step saves only what full_blur sessions
+// measured it saving (their own share, once both steps have kMinPlanSamples seconds), nothing
+// before: the standalone pair and the prior are camera pictures, and VP8's faster steps saved
+// nothing on a mosaic (5.58, 5.63, 5.70 ms at steps 0-2, 2026-12-06) while x264's saved half.
 #pragma once
 #include <cstdint>
 #include <map>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -60,6 +66,13 @@ struct CapacityOptions {
 
 
 // What one session costs and what it runs at, for the model.
+// What an encoder is given: a camera picture (anonymize; bypass that re-encodes) or a whole-frame
+// mosaic (full_blur), whose encodes cost and save differently per speed step.
+enum class EncodePicture { kCamera, kMosaic };
+inline EncodePicture PictureOf(Mode mode) {
+  return mode == Mode::kFullBlur ? EncodePicture::kMosaic : EncodePicture::kCamera;
+}
+
 struct SessionLoad {
   VideoCodec codec = VideoCodec::kVp8;
   Mode mode = Mode::kAnonymize;
@@ -84,6 +97,7 @@ struct CapacityMemory {
   };
   struct Encode {
     VideoCodec codec = VideoCodec::kVp8;
+    EncodePicture picture = EncodePicture::kCamera;
     int step = 0;
     double ms = 0;  // per 720p frame
     int samples = 0;
@@ -118,23 +132,25 @@ class CapacityModel {
   void Restore(const CapacityMemory& m);
   // Learns from a session's measured CPU per frame (ms) at its size and mode, its encoder at step 0.
   void Learn(const SessionLoad& s, double cpu_ms_per_frame);
-  // Learns what an encode of codec costs at a speed step: ms per frame at w x h.
-  void LearnEncode(VideoCodec codec, int step, int w, int h, double encode_ms_per_frame);
-  // Encode CPU ms per 720p frame at a step: learned, else (step 0) the transcode's encode part;
-  // -1: a step > 0 not measured yet.
-  double EncodeMs(VideoCodec codec, int step) const;
-  int EncodeSamples(VideoCodec codec, int step) const;
+  // Learns what an encode of codec costs at a speed step: ms per frame at w x h, of a picture.
+  void LearnEncode(VideoCodec codec, int step, int w, int h, double encode_ms_per_frame,
+                   EncodePicture picture = EncodePicture::kCamera);
+  // Encode CPU ms per 720p frame at a step: learned, else (step 0) the transcode's encode part
+  // (a mosaic's step 0 not measured yet: the camera picture's, the dearer); -1: a step > 0 not
+  // measured yet.
+  double EncodeMs(VideoCodec codec, int step, EncodePicture picture = EncodePicture::kCamera) const;
+  int EncodeSamples(VideoCodec codec, int step, EncodePicture picture = EncodePicture::kCamera) const;
   // What planning the encoder at the plan step takes off a 720p frame of this codec and mode:
   // step 0's encode cost times (1 - PlanEncodeRatio); without that ratio, step 0's cost less
   // the sessions' own at the plan step, once measured.
   double PlanSavingMs(VideoCodec codec, Mode mode) const;
   // An encode at the plan step over one at step 0: the smaller of the standalone pair's and the
   // sessions' (the prior's until the sessions measured it; at most 1; 1 when the plan step is 0;
-  // -1: none of them known).
-  double PlanEncodeRatio(VideoCodec codec) const;
+  // -1: none of them known). A mosaic: the full_blur sessions' own, 1 until they measured it.
+  double PlanEncodeRatio(VideoCodec codec, EncodePicture picture = EncodePicture::kCamera) const;
   // The sessions' own: their encodes at the plan step over theirs at step 0, once each step
   // learned from kMinPlanSamples seconds (-1 before; 1 when the plan step is 0).
-  double SessionsPlanEncodeRatio(VideoCodec codec) const;
+  double SessionsPlanEncodeRatio(VideoCodec codec, EncodePicture picture = EncodePicture::kCamera) const;
   static constexpr int kMinPlanSamples = 10;
   // Whether the process took more than kSaturatedShare of the node's cores over an interval:
   // then its sessions contend for the cores and each frame costs more than it does below that
@@ -182,9 +198,9 @@ class CapacityModel {
 
  private:
   double TranscodeMsLocked(VideoCodec codec) const REQUIRES(mu_);
-  double PlanEncodeRatioLocked(VideoCodec codec) const REQUIRES(mu_);
-  double SessionsPlanEncodeRatioLocked(VideoCodec codec) const REQUIRES(mu_);
-  double EncodeMsLocked(VideoCodec codec, int step) const REQUIRES(mu_);
+  double PlanEncodeRatioLocked(VideoCodec codec, EncodePicture picture) const REQUIRES(mu_);
+  double SessionsPlanEncodeRatioLocked(VideoCodec codec, EncodePicture picture) const REQUIRES(mu_);
+  double EncodeMsLocked(VideoCodec codec, int step, EncodePicture picture) const REQUIRES(mu_);
   double PlanSavingMsLocked(VideoCodec codec, Mode mode) const REQUIRES(mu_);
   double PlannedMsPerFrameLocked(VideoCodec codec, Mode mode) const REQUIRES(mu_);  // per 720p frame
   double RatioLocked(VideoCodec codec, Mode mode) const REQUIRES(mu_);
@@ -204,7 +220,8 @@ class CapacityModel {
   std::map<VideoCodec, double> encode_ms_ GUARDED_BY(mu_);  // the transcodes' encode parts
   std::map<VideoCodec, double> plan_encode_ratio_ GUARDED_BY(mu_);  // the plan step's encode over step 0's
   const std::map<VideoCodec, double> prior_plan_ratio_;   // the same, a prior for the sessions' own
-  std::map<std::pair<VideoCodec, int>, Learned> encode_ GUARDED_BY(mu_);  // ms per 720p frame
+  using EncodeKey = std::tuple<VideoCodec, EncodePicture, int>;  // codec, picture, speed step
+  std::map<EncodeKey, Learned> encode_ GUARDED_BY(mu_);  // ms per 720p frame
 };
 
 // How long an idle node waits before it times its transcode again (server.retime_s and

@@ -56,7 +56,11 @@ std::string CapacityStateJson(const CapacityMemory& m, const CapacityKey& key, c
     j["costs"].push_back({{"codec", Name(c.codec)}, {"mode", ModeName(c.mode)}, {"ratio", c.ratio}, {"samples", c.samples},
                           {"transcode_ms", c.transcode_ms}});
   for (const auto& e : m.encodes)
-    j["encodes"].push_back({{"codec", Name(e.codec)}, {"step", e.step}, {"ms", e.ms}, {"samples", e.samples}});
+    j["encodes"].push_back({{"codec", Name(e.codec)},
+                            {"picture", e.picture == EncodePicture::kMosaic ? "mosaic" : "camera"},
+                            {"step", e.step},
+                            {"ms", e.ms},
+                            {"samples", e.samples}});
   return j.dump(1) + "\n";
 }
 
@@ -121,7 +125,12 @@ Result<CapacityMemory> ParseCapacityState(const std::string& text, const Capacit
       return bad("an encode entry out of range or incomplete: " + e.dump());
     auto vc = ParseVideoCodec(codec);
     if (!vc) return bad("an encode entry of an unknown codec: " + e.dump());
-    m.encodes.push_back({*vc, int(step), ms, int(samples)});
+    // The picture it encoded (a file before it was kept: camera, the only one learned then).
+    std::string picture = "camera";
+    if (e.contains("picture") && (!str(e, "picture", &picture) || (picture != "camera" && picture != "mosaic")))
+      return bad("an encode entry of an unknown picture: " + e.dump());
+    m.encodes.push_back({*vc, picture == "mosaic" ? EncodePicture::kMosaic : EncodePicture::kCamera, int(step), ms,
+                         int(samples)});
   }
   return m;
 }

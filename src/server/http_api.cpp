@@ -199,13 +199,20 @@ void HttpApi::Routes() {
     body["capacity"]["admit_speed_step"] = c.plan_speed_step;
     if (!c.memory.empty()) body["capacity"]["memory"] = c.memory;  // server.capacity_state
     body["capacity"]["admit_encode_ratio_by_codec"] = c.plan_encode_ratio_by_codec;
-    json enc = json::object();
-    for (const auto& [codec, steps] : c.encode_by_codec) {
-      json a = json::array();
-      for (const CapacityState::EncodeStep& e : steps) a.push_back({{"step", e.step}, {"encode_ms", e.ms}, {"samples", e.samples}});
-      enc[codec] = a;
-    }
-    body["capacity"]["encode_ms_by_step"] = enc;
+    const auto by_step = [](const std::map<std::string, std::vector<CapacityState::EncodeStep>>& by_codec) {
+      json enc = json::object();
+      for (const auto& [codec, steps] : by_codec) {
+        json a = json::array();
+        for (const CapacityState::EncodeStep& e : steps)
+          a.push_back({{"step", e.step}, {"encode_ms", e.ms}, {"samples", e.samples}});
+        enc[codec] = a;
+      }
+      return enc;
+    };
+    body["capacity"]["encode_ms_by_step"] = by_step(c.encode_by_codec);
+    // full_blur's whole-frame mosaic, learned apart: its measured steps and the share planned.
+    body["capacity"]["mosaic_encode_ms_by_step"] = by_step(c.mosaic_encode_by_codec);
+    body["capacity"]["mosaic_admit_encode_ratio_by_codec"] = c.mosaic_plan_encode_ratio_by_codec;
     body["capacity"]["costs"] = costs;
     if (ClusterRegistry* cluster = cluster_.load())
       body["cluster"] = {{"node", cluster->settings().node_id}, {"url", cluster->settings().public_url},

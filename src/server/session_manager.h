@@ -82,6 +82,10 @@ struct CapacityState {
     int samples = 0;  // 0: step 0's prior (the standalone transcode's encode)
   };
   std::map<std::string, std::vector<EncodeStep>> encode_by_codec;  // step 0 and every step measured
+  // The same for full_blur's whole-frame mosaic (CapacityModel, EncodePicture): the steps its
+  // sessions measured, and the share planned with (1 until they measured it).
+  std::map<std::string, double> mosaic_plan_encode_ratio_by_codec;
+  std::map<std::string, std::vector<EncodeStep>> mosaic_encode_by_codec;
   std::string memory;  // server.capacity_state: what was read at startup ("" when none is set)
 };
 

@@ -55,6 +55,7 @@ TEST(CapacityMemory, ARestoredModelAdmitsWhatTheTaughtOneAdmitted) {
     taught.Learn(At720p(Mode::kAnonymize), 12.0);
     taught.LearnEncode(VideoCodec::kVp8, 0, 1280, 720, 6.0);
     taught.LearnEncode(VideoCodec::kVp8, 2, 1280, 720, 4.5);
+    taught.LearnEncode(VideoCodec::kVp8, 2, 1280, 720, 5.4, EncodePicture::kMosaic);  // full_blur's, apart
   }
   taught.Learn(At720p(Mode::kFullBlur, VideoCodec::kH264), 11.0);
   CapacityModel fresh(TwoCores(), transcode, encode);
@@ -76,6 +77,10 @@ TEST(CapacityMemory, ARestoredModelAdmitsWhatTheTaughtOneAdmitted) {
   EXPECT_EQ(restored.EncodeSamples(VideoCodec::kVp8, 2), 12);
   EXPECT_NEAR(restored.SessionsPlanEncodeRatio(VideoCodec::kVp8), 0.75, 1e-9);
   EXPECT_EQ(restored.EncodeSamples(VideoCodec::kVp8, 1), 0);
+  // The mosaic's encodes come back as a mosaic's, not mixed into the camera picture's.
+  EXPECT_NEAR(restored.EncodeMs(VideoCodec::kVp8, 2, EncodePicture::kMosaic), 5.4, 1e-9);
+  EXPECT_EQ(restored.EncodeSamples(VideoCodec::kVp8, 2, EncodePicture::kMosaic), 12);
+  EXPECT_EQ(restored.EncodeSamples(VideoCodec::kVp8, 0, EncodePicture::kMosaic), 0);
   // Learning goes on from 12 samples (a tenth of the way), not from scratch (which would take
   // the new figure whole).
   restored.Learn(At720p(Mode::kAnonymize), 22.0);
@@ -178,6 +183,13 @@ TEST(CapacityMemory, ADamagedFileIsRefusedWithAReason) {
   EXPECT_NE(refused(with("\"step\": 1", "\"step\": 1.5")).find("an encode entry out of range"), std::string::npos);
   EXPECT_NE(refused(with("\"samples\": 3", "\"samples\": 0")).find("out of range"), std::string::npos);
   EXPECT_NE(refused(with("\"codec\": \"vp8\"", "\"codec\": \"av1\"")).find("unknown codec"), std::string::npos);
+  EXPECT_NE(refused(with("\"picture\": \"camera\"", "\"picture\": \"sketch\"")).find("unknown picture"), std::string::npos);
+  EXPECT_NE(refused(with("\"picture\": \"camera\"", "\"picture\": 1")).find("unknown picture"), std::string::npos);
+  // A file from before the picture was kept: its encodes are a camera picture's.
+  auto old_file = ParseCapacityState(with("\"picture\": \"camera\",", ""), Key());
+  ASSERT_TRUE(old_file.ok()) << old_file.error();
+  ASSERT_EQ(old_file->encodes.size(), 1u);
+  EXPECT_EQ(old_file->encodes[0].picture, EncodePicture::kCamera);
   EXPECT_NE(refused(with("\"cpu\": \"AMD EPYC\"", "\"cpu\": 7")).find("no node key"), std::string::npos);
   EXPECT_EQ(refused(good), "");
 }

@@ -298,7 +298,8 @@ TEST(Capacity, PlansTheEncoderAtTheAdmitStepOnceThatStepWasMeasured) {
   // Step 0 measured in a session (8 ms) replaces the transcode's prior: 4 ms planned off.
   m.LearnEncode(VideoCodec::kVp8, 0, 1280, 720, 8.0);
   EXPECT_NEAR(m.PlannedMsPerFrame(Session(Mode::kAnonymize)), 10, 1e-9);
-  EXPECT_NEAR(m.PlannedMsPerFrame(Session(Mode::kFullBlur)), 1.3 * 10 - 4, 1e-9);
+  // full_blur encodes a mosaic, whose steps its own sessions have not measured: nothing planned off.
+  EXPECT_NEAR(m.PlannedMsPerFrame(Session(Mode::kFullBlur)), 1.3 * 10, 1e-9);
   // A forwarding bypass session runs no encoder.
   EXPECT_NEAR(m.PlannedMsPerFrame(Session(Mode::kBypass)), 0.3 * 10, 1e-9);
   // Capacity counts the planned cost: 1000 ms/s / (10 x 30) = 3.33 -> 3; at step 0, 14 x 30 -> 2.
@@ -490,6 +491,78 @@ TEST(Capacity, ThePriorShareStandsInForTheSessionsUntilTheyMeasuredIt) {
   CapacityModel solo(o, {{VideoCodec::kH264, 10.0}}, {{VideoCodec::kH264, 7.0}}, {}, {{VideoCodec::kH264, 0.4}});
   EXPECT_NEAR(solo.PlanEncodeRatio(VideoCodec::kH264), 0.4, 1e-9);
   EXPECT_EQ(solo.PlanEncodeRatio(VideoCodec::kVp8), -1);
+}
+
+// A full_blur session encodes a whole-frame mosaic: its encodes per speed step are learned apart
+// from the camera picture's, and its plan step saves only what full_blur sessions measured it
+// saving; before they have, nothing (the standalone pair and the prior are camera pictures; on
+// a mosaic VP8's faster steps saved nothing, x264's half).
+TEST(Capacity, AMosaicPicturesPlanStepSavesOnlyWhatFullBlurSessionsMeasured) {
+  CapacityOptions o = TwoCores();
+  o.plan_speed_step = 2;
+  // Transcode 10 ms, its encode 7; the pair saved a fifth at step 2, the prior too.
+  CapacityModel m(o, {{VideoCodec::kVp8, 10.0}}, {{VideoCodec::kVp8, 7.0}}, {{VideoCodec::kVp8, 0.8}},
+                  {{VideoCodec::kVp8, 0.8}});
+  const double blur = PriorRatio(Mode::kFullBlur) * 10, anon = PriorRatio(Mode::kAnonymize) * 10;
+  EXPECT_NEAR(m.PlannedMsPerFrame(Session(Mode::kAnonymize)), anon - 7 * 0.2, 1e-9);
+  EXPECT_EQ(m.PlanEncodeRatio(VideoCodec::kVp8, EncodePicture::kMosaic), 1);
+  EXPECT_NEAR(m.PlannedMsPerFrame(Session(Mode::kFullBlur)), blur, 1e-9) << "nothing planned away yet";
+  // Camera pictures' steps measured (0.75): anonymize plans with them, full_blur does not.
+  for (int i = 0; i < CapacityModel::kMinPlanSamples; ++i) {
+    m.LearnEncode(VideoCodec::kVp8, 0, 1280, 720, 8.0);
+    m.LearnEncode(VideoCodec::kVp8, 2, 1280, 720, 6.0);
+  }
+  EXPECT_NEAR(m.PlannedMsPerFrame(Session(Mode::kAnonymize)), anon - 8 * 0.25, 1e-9);
+  EXPECT_NEAR(m.PlannedMsPerFrame(Session(Mode::kFullBlur)), blur, 1e-9);
+  EXPECT_EQ(m.EncodeSamples(VideoCodec::kVp8, 0, EncodePicture::kMosaic), 0);
+  // A mosaic's step 0 not measured yet: the camera picture's, the dearer.
+  EXPECT_NEAR(m.EncodeMs(VideoCodec::kVp8, 0, EncodePicture::kMosaic), 8.0, 1e-9);
+  EXPECT_EQ(m.EncodeMs(VideoCodec::kVp8, 2, EncodePicture::kMosaic), -1);
+  // full_blur sessions measure their own: 5.6 ms at step 0, 5.5 at step 2 (VP8 on a mosaic, one
+  // second short at step 2 first: still nothing).
+  for (int i = 0; i < CapacityModel::kMinPlanSamples; ++i) m.LearnEncode(VideoCodec::kVp8, 0, 1280, 720, 5.6, EncodePicture::kMosaic);
+  for (int i = 0; i + 1 < CapacityModel::kMinPlanSamples; ++i)
+    m.LearnEncode(VideoCodec::kVp8, 2, 1280, 720, 5.5, EncodePicture::kMosaic);
+  EXPECT_NEAR(m.PlannedMsPerFrame(Session(Mode::kFullBlur)), blur, 1e-9);
+  m.LearnEncode(VideoCodec::kVp8, 2, 1280, 720, 5.5, EncodePicture::kMosaic);
+  EXPECT_NEAR(m.PlanEncodeRatio(VideoCodec::kVp8, EncodePicture::kMosaic), 5.5 / 5.6, 1e-9);
+  EXPECT_NEAR(m.PlannedMsPerFrame(Session(Mode::kFullBlur)), blur - 0.1, 1e-9);
+  // The camera picture's figures are as they were.
+  EXPECT_NEAR(m.EncodeMs(VideoCodec::kVp8, 0), 8.0, 1e-9);
+  EXPECT_NEAR(m.PlanEncodeRatio(VideoCodec::kVp8), 0.75, 1e-9);
+  // A mosaic whose steps save more than the camera's (x264: 8 -> 4 ms) plans with its own half.
+  CapacityModel h(o, {{VideoCodec::kH264, 10.0}}, {{VideoCodec::kH264, 7.0}}, {{VideoCodec::kH264, 0.8}},
+                  {{VideoCodec::kH264, 0.8}});
+  for (int i = 0; i < CapacityModel::kMinPlanSamples; ++i) {
+    h.LearnEncode(VideoCodec::kH264, 0, 1280, 720, 8.0, EncodePicture::kMosaic);
+    h.LearnEncode(VideoCodec::kH264, 2, 1280, 720, 4.0, EncodePicture::kMosaic);
+  }
+  EXPECT_NEAR(h.PlannedMsPerFrame(Session(Mode::kFullBlur, 0, 0, 0, VideoCodec::kH264)), blur - 4, 1e-9);
+  EXPECT_NEAR(h.PlannedMsPerFrame(Session(Mode::kAnonymize, 0, 0, 0, VideoCodec::kH264)), anon - 7 * 0.2, 1e-9);
+}
+
+// The learner files a session's encodes under the picture its mode encodes, and costs a
+// full_blur session's faster steps at the mosaic's step 0.
+TEST(CostLearner, AFullBlurSessionsEncodesAreLearnedAsAMosaics) {
+  CapacityOptions o = TwoCores();
+  o.plan_speed_step = 1;
+  CapacityModel m(o, {{VideoCodec::kVp8, 10.0}}, {{VideoCodec::kVp8, 7.0}});
+  CostLearner l;
+  Reading blur(Mode::kFullBlur), anon(Mode::kAnonymize);
+  blur.r.encoder_steps = anon.r.encoder_steps = 4;
+  for (int i = 0; i < 3; ++i)
+    StepOnce(l, m, {{"b", &blur.RunEncoding(8, 5, 0)}, {"a", &anon.RunEncoding(14, 8, 0)}}, 660);
+  EXPECT_EQ(StepOnce(l, m, {{"b", &blur.RunEncoding(8, 5, 0)}, {"a", &anon.RunEncoding(14, 8, 0)}}, 660).learned, 2);
+  EXPECT_NEAR(m.EncodeMs(VideoCodec::kVp8, 0, EncodePicture::kMosaic), 5.0, 1e-9);
+  EXPECT_NEAR(m.EncodeMs(VideoCodec::kVp8, 0), 8.0, 1e-9);
+  EXPECT_NEAR(m.Ratio(VideoCodec::kVp8, Mode::kFullBlur), 0.8, 1e-9);
+  // Shedding encoder speed alone: 7.5 ms a frame with 4.5-ms encodes at step 1; at the mosaic's
+  // step 0 (5 ms) that is 8 ms a frame, not 11 at the camera picture's 8.
+  blur.r.shed_level = 1;
+  EXPECT_EQ(StepOnce(l, m, {{"b", &blur.RunEncoding(7.5, 4.5, 1)}, {"a", &anon.RunEncoding(14, 8, 0)}}, 645).learned, 2);
+  EXPECT_NEAR(m.EncodeMs(VideoCodec::kVp8, 1, EncodePicture::kMosaic), 4.5, 1e-9);
+  EXPECT_EQ(m.EncodeSamples(VideoCodec::kVp8, 1), 0) << "nothing filed under the camera picture";
+  EXPECT_NEAR(m.Ratio(VideoCodec::kVp8, Mode::kFullBlur), 0.8, 1e-9);
 }
 
 // The prior shares: the default ladders only, each step cheaper than the one before, none past
