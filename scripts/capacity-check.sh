@@ -33,6 +33,8 @@ import json, sys
 j = json.load(sys.stdin)
 c = j["capacity"]
 print(json.dumps({"capacity_sessions": c["sessions"], "kind": c["kind"], "headroom": j["headroom"],
+                  "mosaic_encode_ms_by_step": c.get("mosaic_encode_ms_by_step"),
+                  "mosaic_admit_encode_ratio_by_codec": c.get("mosaic_admit_encode_ratio_by_codec"),
                   "cpu_budget_ms_per_s": c.get("cpu_budget_ms_per_s"),
                   "transcode_ms": c["transcode_ms_by_codec"], "limit_sessions": round(c["limit_sessions"], 2),
                   "costs": [k for k in c["costs"] if k["samples"] > 0],
@@ -70,8 +72,8 @@ run vp8-bypass bypass "$media/sample_720p30.ivf" 12,16,20 12,16,24
 run h264-anonymize anonymize "$media/sample_720p30_h264.mkv" 1,2,3,4,5 1,2,3,8
 run h264-bypass bypass "$media/sample_720p30_h264.mkv" 8,12,16 8,12,16,24
 # Only when KINDS names them: full blur (a whole-frame mosaic, re-encoded), for its prior.
-run vp8-full_blur full_blur "$media/sample_720p30.ivf" 2,4 2,4,8
-run h264-full_blur full_blur "$media/sample_720p30_h264.mkv" 2,4 2,4,8
+run vp8-full_blur full_blur "$media/sample_720p30.ivf" 2,4,6 2,4,8
+run h264-full_blur full_blur "$media/sample_720p30_h264.mkv" 2,4,6,7 2,4,8
 for f in "$out"/${KINDS:+[vh]}*/load.md; do echo "== $f"; grep '^|' "$f"; done
 # Predicted against measured, per kind (scripts/capacity-summary.py; MEASURED_FROM: another
 # run's OUT for its fixed-cap ramps, with SKIP_MEASURED).

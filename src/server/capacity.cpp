@@ -26,23 +26,31 @@ double PriorRatio(Mode mode, bool bypass_forward) {
   return 1.4;  // anonymize (and any value outside the enum): the learned models' median, docs/capacity.md
 }
 
-double PriorPlanEncodeRatio(VideoCodec codec, int step, bool default_ladder) {
+double PriorPlanEncodeRatio(VideoCodec codec, int step, bool default_ladder, EncodePicture picture) {
   if (!default_ladder || step < 0) return -1;
   if (step == 0) return 1;
   static constexpr double kVp8[] = {0.88, 0.79, 0.69};  // cpu-used -10, -12, -14
   static constexpr double kH264[] = {0.63, 0.42};       // superfast, ultrafast
-  const std::span<const double> ladder = codec == VideoCodec::kH264 ? std::span<const double>(kH264) : kVp8;
+  // A whole-frame mosaic (full_blur sessions, 2026-12-06): VP8's faster steps saved nothing
+  // (1.01, 1.02, 1.05 of step 0), x264's 0.61-0.79 and 0.41-0.49.
+  static constexpr double kVp8Mosaic[] = {1.0, 1.0, 1.0};
+  static constexpr double kH264Mosaic[] = {0.8, 0.5};
+  const bool mosaic = picture == EncodePicture::kMosaic;
+  const std::span<const double> ladder =
+      codec == VideoCodec::kH264 ? std::span<const double>(mosaic ? kH264Mosaic : kH264) : (mosaic ? kVp8Mosaic : kVp8);
   return step <= int(ladder.size()) ? ladder[step - 1] : -1;
 }
 
 CapacityModel::CapacityModel(const CapacityOptions& o, std::map<VideoCodec, double> transcode_ms,
                              std::map<VideoCodec, double> encode_ms, std::map<VideoCodec, double> plan_encode_ratio,
-                             std::map<VideoCodec, double> prior_plan_ratio)
+                             std::map<VideoCodec, double> prior_plan_ratio,
+                             std::map<VideoCodec, double> prior_mosaic_plan_ratio)
     : o_(o),
       transcode_ms_(std::move(transcode_ms)),
       encode_ms_(std::move(encode_ms)),
       plan_encode_ratio_(std::move(plan_encode_ratio)),
-      prior_plan_ratio_(std::move(prior_plan_ratio)) {
+      prior_plan_ratio_(std::move(prior_plan_ratio)),
+      prior_mosaic_plan_ratio_(std::move(prior_mosaic_plan_ratio)) {
   for (const auto& [codec, ms] : transcode_ms_) {
     auto e = encode_ms_.find(codec);
     auto p = plan_encode_ratio_.find(codec);
@@ -100,8 +108,10 @@ double CapacityModel::PlanEncodeRatio(VideoCodec codec, EncodePicture picture) c
 
 double CapacityModel::PlanEncodeRatioLocked(VideoCodec codec, EncodePicture picture) const {
   if (o_.plan_speed_step <= 0) return 1;
-  if (picture == EncodePicture::kMosaic) {  // its own sessions' figure alone (capacity.h)
-    const double own = SessionsPlanEncodeRatioLocked(codec, picture);
+  if (picture == EncodePicture::kMosaic) {  // its own sessions' figure, else its prior, else none
+    double own = SessionsPlanEncodeRatioLocked(codec, picture);
+    if (!(own > 0))
+      if (auto q = prior_mosaic_plan_ratio_.find(codec); q != prior_mosaic_plan_ratio_.end() && q->second > 0) own = q->second;
     return own > 0 ? std::min(1.0, own) : 1;
   }
   auto p = plan_encode_ratio_.find(codec);

@@ -33,9 +33,10 @@
 // priors of the cost ratios do; once they have, their own figure replaces it.
 // A full_blur session encodes a whole-frame mosaic, not a camera picture: its encodes per step
 // are learned apart (EncodePicture), and its plan step saves only what full_blur sessions
-// measured it saving (their own share, once both steps have kMinPlanSamples seconds), nothing
-// before: the standalone pair and the prior are camera pictures, and VP8's faster steps saved
-// nothing on a mosaic (5.58, 5.63, 5.70 ms at steps 0-2, 2026-12-06) while x264's saved half.
+// measured it saving (their own share, once both steps have kMinPlanSamples seconds) and, until
+// then, a mosaic prior (what full_blur sessions measured on the sample clip, rounded up): the
+// standalone pair and the camera prior are camera pictures, and VP8's faster steps saved nothing
+// on a mosaic (5.58, 5.63, 5.70 ms at steps 0-2, 2026-12-06) while x264's saved half.
 #pragma once
 #include <cstdint>
 #include <map>
@@ -113,9 +114,11 @@ class CapacityModel {
   // plan_encode_ratio: an encode at the plan step over one at step 0 on the same pictures
   // (MeasureTranscode's): what the plan step saves, as a share of an encode.
   // prior_plan_ratio: the same share before the sessions measured it (PriorPlanEncodeRatio).
+  // prior_mosaic_plan_ratio: the same for full_blur's mosaic (PriorPlanEncodeRatio's mosaic).
   CapacityModel(const CapacityOptions& o, std::map<VideoCodec, double> transcode_ms,
                 std::map<VideoCodec, double> encode_ms = {}, std::map<VideoCodec, double> plan_encode_ratio = {},
-                std::map<VideoCodec, double> prior_plan_ratio = {});
+                std::map<VideoCodec, double> prior_plan_ratio = {},
+                std::map<VideoCodec, double> prior_mosaic_plan_ratio = {});
 
   // Predicted CPU ms per second of a session, its encoder at the plan step (admission).
   double CostMsPerS(const SessionLoad& s) const;
@@ -146,7 +149,8 @@ class CapacityModel {
   double PlanSavingMs(VideoCodec codec, Mode mode) const;
   // An encode at the plan step over one at step 0: the smaller of the standalone pair's and the
   // sessions' (the prior's until the sessions measured it; at most 1; 1 when the plan step is 0;
-  // -1: none of them known). A mosaic: the full_blur sessions' own, 1 until they measured it.
+  // -1: none of them known). A mosaic: the full_blur sessions' own, its prior until they measured
+  // it, else 1.
   double PlanEncodeRatio(VideoCodec codec, EncodePicture picture = EncodePicture::kCamera) const;
   // The sessions' own: their encodes at the plan step over theirs at step 0, once each step
   // learned from kMinPlanSamples seconds (-1 before; 1 when the plan step is 0).
@@ -220,6 +224,7 @@ class CapacityModel {
   std::map<VideoCodec, double> encode_ms_ GUARDED_BY(mu_);  // the transcodes' encode parts
   std::map<VideoCodec, double> plan_encode_ratio_ GUARDED_BY(mu_);  // the plan step's encode over step 0's
   const std::map<VideoCodec, double> prior_plan_ratio_;   // the same, a prior for the sessions' own
+  const std::map<VideoCodec, double> prior_mosaic_plan_ratio_;  // full_blur's, until its sessions measured it
   using EncodeKey = std::tuple<VideoCodec, EncodePicture, int>;  // codec, picture, speed step
   std::map<EncodeKey, Learned> encode_ GUARDED_BY(mu_);  // ms per 720p frame
 };
@@ -299,6 +304,9 @@ double PriorRatio(Mode mode, bool bypass_forward = true);
 // measured on this repo's 720p clips, rounded up (2026-12-05: VP8 0.83-0.87, 0.74-0.78, 0.65-0.68
 // at steps 1-3; H.264 0.55-0.62, 0.38-0.41 at steps 1-2; docs/figures.md). -1 past the ladder's
 // measured steps, or for other encoder settings (default_ladder false).
-double PriorPlanEncodeRatio(VideoCodec codec, int step, bool default_ladder);
+// A mosaic (full_blur) has its own: VP8 1 at every step (its faster steps saved nothing), H.264
+// 0.8 and 0.5.
+double PriorPlanEncodeRatio(VideoCodec codec, int step, bool default_ladder,
+                            EncodePicture picture = EncodePicture::kCamera);
 
 }  // namespace veil

@@ -33,7 +33,7 @@ Status SessionManager::StartCapacity(MetricsRegistry* metrics) {
   co.bypass_forward = deps_.server.bypass_forward;
   co.fps = deps_.privacy.fps;
   co.plan_speed_step = deps_.server.admit_speed_step;
-  std::map<VideoCodec, double> transcode, encode, plan_ratio, prior_ratio;
+  std::map<VideoCodec, double> transcode, encode, plan_ratio, prior_ratio, prior_mosaic_ratio;
   std::map<VideoCodec, std::vector<std::pair<int, double>>> by_core;
   // The prior share of the plan step holds for the default ladders only (capacity.h).
   const EncoderOptions defaults;
@@ -50,12 +50,14 @@ Status SessionManager::StartCapacity(MetricsRegistry* metrics) {
       const bool default_ladder = vc.codec == VideoCodec::kH264 ? deps_.encoder.x264_preset == defaults.x264_preset
                                                                  : deps_.encoder.vp8_speed == defaults.vp8_speed;
       if (double p = PriorPlanEncodeRatio(vc.codec, co.plan_speed_step, default_ladder); p > 0) prior_ratio[vc.codec] = p;
+      if (double p = PriorPlanEncodeRatio(vc.codec, co.plan_speed_step, default_ladder, EncodePicture::kMosaic); p > 0)
+        prior_mosaic_ratio[vc.codec] = p;
     } else {
       spdlog::warn("cannot time a {} transcode ({}): its sessions are costed as the dearest codec", vc.name, t.error());
     }
   }
   if (transcode.empty()) return Status::Error("cannot time a standalone transcode: the capacity model has no limit");
-  capacity_ = std::make_unique<CapacityModel>(co, transcode, encode, plan_ratio, prior_ratio);
+  capacity_ = std::make_unique<CapacityModel>(co, transcode, encode, plan_ratio, prior_ratio, prior_mosaic_ratio);
   if (!deps_.server.capacity_state.empty()) {
     if (Status st = CheckCapacityStatePath(deps_.server.capacity_state); !st) return st;
     memory_key_ = ThisNodeKey(co.cores, deps_.cost_settings);

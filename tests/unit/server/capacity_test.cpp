@@ -539,6 +539,23 @@ TEST(Capacity, AMosaicPicturesPlanStepSavesOnlyWhatFullBlurSessionsMeasured) {
   }
   EXPECT_NEAR(h.PlannedMsPerFrame(Session(Mode::kFullBlur, 0, 0, 0, VideoCodec::kH264)), blur - 4, 1e-9);
   EXPECT_NEAR(h.PlannedMsPerFrame(Session(Mode::kAnonymize, 0, 0, 0, VideoCodec::kH264)), anon - 7 * 0.2, 1e-9);
+  // A mosaic prior stands in until its sessions measured the step: x264's 0.5 of step 0's encode
+  // (the camera picture's 7 ms until a mosaic's is measured); then their own replaces it.
+  CapacityModel hp(o, {{VideoCodec::kH264, 10.0}}, {{VideoCodec::kH264, 7.0}}, {{VideoCodec::kH264, 0.8}},
+                   {{VideoCodec::kH264, 0.8}}, {{VideoCodec::kH264, 0.5}});
+  const SessionLoad h264_blur = Session(Mode::kFullBlur, 0, 0, 0, VideoCodec::kH264);
+  EXPECT_NEAR(hp.PlanEncodeRatio(VideoCodec::kH264, EncodePicture::kMosaic), 0.5, 1e-9);
+  EXPECT_NEAR(hp.PlannedMsPerFrame(h264_blur), blur - 3.5, 1e-9);
+  for (int i = 0; i < CapacityModel::kMinPlanSamples; ++i) {
+    hp.LearnEncode(VideoCodec::kH264, 0, 1280, 720, 6.0, EncodePicture::kMosaic);
+    hp.LearnEncode(VideoCodec::kH264, 2, 1280, 720, 4.8, EncodePicture::kMosaic);
+  }
+  EXPECT_NEAR(hp.PlanEncodeRatio(VideoCodec::kH264, EncodePicture::kMosaic), 0.8, 1e-9);
+  EXPECT_NEAR(hp.PlannedMsPerFrame(h264_blur), blur - 1.2, 1e-9);
+  // VP8's mosaic prior saves nothing.
+  CapacityModel vp(o, {{VideoCodec::kVp8, 10.0}}, {{VideoCodec::kVp8, 7.0}}, {{VideoCodec::kVp8, 0.8}},
+                   {{VideoCodec::kVp8, 0.8}}, {{VideoCodec::kVp8, PriorPlanEncodeRatio(VideoCodec::kVp8, 2, true, EncodePicture::kMosaic)}});
+  EXPECT_NEAR(vp.PlannedMsPerFrame(Session(Mode::kFullBlur)), blur, 1e-9);
 }
 
 // The learner files a session's encodes under the picture its mode encodes, and costs a
@@ -584,6 +601,12 @@ TEST(Capacity, PriorPlanSharesFollowTheDefaultLadderOnly) {
     EXPECT_GE(steps, 2) << Name(c);
     EXPECT_EQ(PriorPlanEncodeRatio(c, steps + 1, true), -1);
   }
+  // A mosaic's (full_blur): VP8's steps save nothing on it, x264's do; never dearer than step 0.
+  for (int k = 1; k <= 3; ++k) EXPECT_EQ(PriorPlanEncodeRatio(VideoCodec::kVp8, k, true, EncodePicture::kMosaic), 1.0);
+  EXPECT_EQ(PriorPlanEncodeRatio(VideoCodec::kH264, 1, true, EncodePicture::kMosaic), 0.8);
+  EXPECT_EQ(PriorPlanEncodeRatio(VideoCodec::kH264, 2, true, EncodePicture::kMosaic), 0.5);
+  EXPECT_EQ(PriorPlanEncodeRatio(VideoCodec::kH264, 3, true, EncodePicture::kMosaic), -1);
+  EXPECT_EQ(PriorPlanEncodeRatio(VideoCodec::kH264, 2, false, EncodePicture::kMosaic), -1);
 }
 
 TEST(CostLearner, ASessionSheddingEncoderSpeedAloneIsLearnedAtStepZerosEncodeCost) {
