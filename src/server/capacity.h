@@ -295,9 +295,10 @@ class CostLearner {
 };
 
 // The prior ratio of a session's CPU per frame to a standalone transcode
-// before anything was learned (measured on this repo's 720p clip: bypass
-// 1.3x re-encoding, 0.3x forwarding, anonymize about 2x; docs/figures.md "Capacity").
-double PriorRatio(Mode mode, bool bypass_forward = true);
+// before anything was learned (what sessions learned on this repo's 720p clips: anonymize
+// 1.4x, bypass 0.3x forwarding and 1.6x re-encoding, full_blur VP8 0.9x and H.264 1.2x;
+// docs/capacity.md "The cost model").
+double PriorRatio(Mode mode, bool bypass_forward = true, VideoCodec codec = VideoCodec::kVp8);
 
 // The prior share of an encode at a speed step of the default ladder (libvpx cpu-used -8 up in
 // steps of 2; x264 veryfast, superfast, ultrafast) over one at step 0: what anonymized sessions
