@@ -2,6 +2,7 @@
 // headless chromium pinned to loopback, and small assertion helpers.
 import { execFileSync, spawn } from "node:child_process";
 import { chmodSync, existsSync, mkdtempSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { request } from "node:http";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -157,6 +158,30 @@ export async function api(url, method, path, body) {
     method, headers: body ? { "Content-Type": "application/json" } : {}, body: body ? JSON.stringify(body) : undefined,
   });
   return { status: r.status, body: r.status === 204 ? {} : await r.json() };
+}
+
+// The same on a connection of its own, closed after (no keep-alive pool): for a call after this
+// process was blocked for seconds (a judge run with execFileSync), when a pooled socket may have
+// been closed by the server meanwhile and fail on reuse ("fetch failed").
+export function apiFresh(url, method, path, body) {
+  return new Promise((resolve, reject) => {
+    const data = body ? JSON.stringify(body) : undefined;
+    const headers = data ? { "Content-Type": "application/json", "Content-Length": Buffer.byteLength(data) } : {};
+    const req = request(url + path, { method, agent: false, headers }, res => {
+      let text = "";
+      res.setEncoding("utf8");
+      res.on("data", d => { text += d; });
+      res.on("end", () => {
+        let parsed = {};
+        try { parsed = text ? JSON.parse(text) : {}; } catch { parsed = { text }; }
+        resolve({ status: res.statusCode, body: parsed });
+      });
+    });
+    req.on("error", reject);
+    req.setTimeout(15000, () => req.destroy(new Error(method + " " + path + " timed out")));
+    if (data) req.write(data);
+    req.end();
+  });
 }
 
 // Threads and CPU seconds (user + system) of a process, from /proc.

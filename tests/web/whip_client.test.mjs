@@ -34,7 +34,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
 import {
-  adopt, api, bin, browserPath, check, cleanup, clipDir, judgeGroundTruth, launchBrowser, makeGroundTruthCamera, media, run,
+  adopt, api, apiFresh, bin, browserPath, check, cleanup, clipDir, judgeGroundTruth, launchBrowser, makeGroundTruthCamera, media, run,
   shots, startServer, tallyGroundTruth, timingCheck, waitFor, machineSpeed,
 } from "./harness.mjs";
 
@@ -373,19 +373,15 @@ async function main() {
 
   // The judge can fail: in bypass the same viewer shows the faces.
   // The judge above blocks this process for seconds (execFileSync): a kept-alive socket the
-  // server closed meanwhile can fail on reuse (seen in CI as "fetch failed" here, 4 times in a
-  // row, then not in 4 runs). The PUT is idempotent: it is sent once more; a server that died
-  // fails the test with its exit and log.
-  const putMode = () => fetch(url + "/v1/sessions/ey/privacy", { method: "PUT",
-    headers: { "Content-Type": "application/json" }, body: JSON.stringify({ mode: "bypass" }) });
+  // server closed meanwhile can fail on reuse (CI: "fetch failed" here, and on 2026-12-06 on a
+  // second try through the same pool too). So the PUT goes on a connection of its own; a server
+  // that died fails the test with its exit and log.
   let put;
   try {
-    put = await putMode();
+    put = await apiFresh(url, "PUT", "/v1/sessions/ey/privacy", { mode: "bypass" });
   } catch (e) {
-    console.log(`the PUT failed (${e.cause ? e.cause.code || e.cause.message : e.message}); server exit ` +
-                `${server.proc.exitCode} ${server.proc.signalCode}; once more`);
-    if (server.proc.exitCode !== null || server.proc.signalCode !== null) throw new Error("veil serve died: " + server.log().slice(-2000));
-    put = await putMode();
+    throw new Error(`the PUT failed (${e.code || e.message}); server exit ${server.proc.exitCode} ` +
+                    `${server.proc.signalCode}: ` + server.log().slice(-2000));
   }
   check(put.status === 200, "switched to bypass for the control");
   await sleep(1500);
@@ -406,7 +402,7 @@ async function main() {
   // --- The client ends its resource with DELETE ---
   await pub.evaluate(() => window.pub.client.destroy());
   await sleep(1500);
-  const after = (await api(url, "GET", "/v1/sessions/ey")).body;
+  const after = (await apiFresh(url, "GET", "/v1/sessions/ey")).body;  // after a judge: a fresh connection
   check(!after.publisher, "the client's DELETE detached the publisher");
   check(errors.length === 0, "no page errors: " + errors.join(" | "));
   await cleanup();
