@@ -38,12 +38,12 @@ for i in $(seq 1 "$runs"); do
   done
   t1=$(date +%s.%N)
   kill -TERM "$server"; wait "$server" || true
-  python3 - "$out/before-$i.json" "$out/after-$i.json" "$i" "${HOG:+yes}" "$(echo "$t1 - $t0" | bc)" <<'EOF'
+  python3 - "$out/before-$i.json" "$out/after-$i.json" "$i" "${HOG:+yes}" "$t0" "$t1" <<'EOF'
 import json, sys
 b, a = (json.load(open(p))["capacity"] for p in sys.argv[1:3])
 t = lambda c, k: " / ".join(f"{c[k][x]:.2f}" for x in ("vp8", "h264"))
 kept = lambda c, x: ", ".join(f"{v:.2f}" for v in c["transcode_timings_ms_by_codec"][x])
 print(f"| {sys.argv[3]} | {sys.argv[4] or 'no'} | {t(b, 'transcode_ms_by_codec')} | {kept(a, 'vp8')} | {kept(a, 'h264')} | "
-      f"{t(a, 'transcode_ms_by_codec')} | {b['sessions']} -> {a['sessions']} (retimes {a['retimes']}) | {float(sys.argv[5]):.1f} |")
+      f"{t(a, 'transcode_ms_by_codec')} | {b['sessions']} -> {a['sessions']} (retimes {a['retimes']}) | {float(sys.argv[6]) - float(sys.argv[5]):.1f} |")
 EOF
 done

@@ -212,16 +212,16 @@ CapacityState SessionManager::Capacity() const {
   c.plan_speed_step = capacity_->options().plan_speed_step;
   c.memory = memory_note_;
   for (const VideoCodecInfo& vc : VideoCodecs()) c.plan_encode_ratio_by_codec[vc.name] = capacity_->PlanEncodeRatio(vc.codec);
-  for (const VideoCodecInfo& vc : VideoCodecs())
+  for (const VideoCodecInfo& vc : VideoCodecs()) {
+    c.mosaic_encode_by_codec[vc.name];  // every codec listed, its measured steps only
     for (int k = 0; k < VideoEncoder::kMaxSpeedSteps; ++k) {
       const int n = capacity_->EncodeSamples(vc.codec, k);
       if (k == 0 || n > 0) c.encode_by_codec[vc.name].push_back({k, capacity_->EncodeMs(vc.codec, k), n});
-      c.mosaic_encode_by_codec[vc.name];  // every codec listed, its measured steps only
       if (const int b = capacity_->EncodeSamples(vc.codec, k, EncodePicture::kMosaic); b > 0)
         c.mosaic_encode_by_codec[vc.name].push_back({k, capacity_->EncodeMs(vc.codec, k, EncodePicture::kMosaic), b});
     }
-  for (const VideoCodecInfo& vc : VideoCodecs())
     c.mosaic_plan_encode_ratio_by_codec[vc.name] = capacity_->PlanEncodeRatio(vc.codec, EncodePicture::kMosaic);
+  }
   MutexLock lk(mu_);
   c.load_ms_per_s = LoadMsPerS();
   c.saturated_seconds = learner_.saturated_steps();
