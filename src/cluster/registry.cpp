@@ -16,18 +16,34 @@ using json = nlohmann::json;
 const std::string kNodes = "veil:nodes";
 std::string NodeKey(const std::string& id) { return "veil:node:" + id; }
 std::string SessionKey(const std::string& sid) { return "veil:session:" + sid; }
-std::string ReserveKey(const std::string& id) { return "veil:reserve:" + id; }
+std::string ReserveKey(const std::string& id) { return "veil:reservations:" + id; }
+
+// Reservations are members of a sorted set per node, scored by the Redis-clock millisecond at
+// which each expires: every one lives its own ttl_ms unless the node takes it back.
+// Both scripts first drop the expired ones (one clock for all nodes: Redis's TIME).
+#define VEIL_LUA_NOW                                                       \
+  "if redis.replicate_commands then redis.replicate_commands() end\n"     \
+  "local t = redis.call('TIME')\n"                                         \
+  "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n" \
+  "redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)\n"
 
 // Atomically: one more session placed on a node, unless that would pass its free slots.
-// KEYS[1] the reservation counter, ARGV[1] free slots, ARGV[2] its lifetime (ms).
-const char* kReserve = R"(
-local n = redis.call('INCR', KEYS[1])
-if n == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
-if n > tonumber(ARGV[1]) then
-  redis.call('DECR', KEYS[1])
-  return 0
-end
-return n)";
+// KEYS[1] the node's reservations, ARGV[1] its free slots, ARGV[2] a reservation's lifetime
+// (ms), ARGV[3] a unique member. Returns the reservations now held, or 0 when full.
+const char* kReserve = VEIL_LUA_NOW R"(
+local n = redis.call('ZCARD', KEYS[1])
+if n >= tonumber(ARGV[1]) then return 0 end
+redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[3])
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return n + 1)";
+
+// A node takes back ARGV[1] reservations (the oldest): requests placed on it that it has
+// answered, and whose sessions the state it publishes with this script counts.
+const char* kTakeBack = VEIL_LUA_NOW R"(
+local k = tonumber(ARGV[1])
+if k > 0 then redis.call('ZPOPMIN', KEYS[1], k) end
+return redis.call('ZCARD', KEYS[1]))";
+#undef VEIL_LUA_NOW
 
 // Deletes a key only while it still holds the value (a session id another node took since stays).
 const char* kDeleteIfValue = R"(
@@ -75,7 +91,7 @@ std::optional<NodeRecord> FromJson(const std::string& text) {
 }  // namespace
 
 ClusterRegistry::ClusterRegistry(const ClusterSettings& s, std::function<NodeState()> local)
-    : s_(s), local_(std::move(local)), redis_(*ParseRedisUrl(s.redis), s.redis_timeout_ms) {}
+    : s_(s), local_(std::move(local)), redis_(*ParseRedisUrl(s.redis), s.redis_timeout_ms), start_ms_(int64_t(UnixMs())) {}
 
 Result<std::unique_ptr<ClusterRegistry>> ClusterRegistry::Start(const ClusterSettings& s,
                                                                 std::function<NodeState()> local,
@@ -125,6 +141,11 @@ void ClusterRegistry::Loop() {
   }
 }
 
+void ClusterRegistry::PlacedRequestAnswered() {
+  answered_.fetch_add(1);
+  BeatSoon();
+}
+
 void ClusterRegistry::BeatSoon() {
   {
     MutexLock lk(stop_mu_);
@@ -157,13 +178,16 @@ void ClusterRegistry::Beat() {
   me.id = s_.node_id;
   me.url = s_.public_url;
   me.media = s_.media_address;
+  // Read before the state: every request counted here was answered, so a session it created
+  // is in the state. One answered after the read keeps its reservation one beat longer.
+  const int answered = answered_.exchange(0);
   me.state = local_();
   me.updated_unix_ms = UnixMs();
   const std::string ttl = std::to_string(int64_t(s_.ttl_ms));
   std::vector<std::vector<std::string>> cmds = {
       {"SET", NodeKey(me.id), ToJson(me).dump(), "PX", ttl},
       {"SADD", kNodes, me.id},
-      {"DEL", ReserveKey(me.id)},  // the state just written counts what was placed here
+      {"EVAL", kTakeBack, "1", ReserveKey(me.id), std::to_string(answered)},
       {"SCARD", kNodes}};
   for (const std::string& sid : me.state.session_ids) cmds.push_back({"SET", SessionKey(sid), me.id, "PX", ttl});
   NodeState previous;
@@ -176,7 +200,10 @@ void ClusterRegistry::Beat() {
     if (std::find(me.state.session_ids.begin(), me.state.session_ids.end(), sid) == me.state.session_ids.end())
       cmds.push_back({"EVAL", kDeleteIfValue, "1", SessionKey(sid), me.id});
   auto r = redis_.Pipeline(cmds);
-  if (!r) return MarkDegraded(r.error());
+  if (!r) {
+    answered_ += answered;  // taken back once Redis answers again (or expired by then)
+    return MarkDegraded(r.error());
+  }
   m_nodes_->Set(double((*r)[3].integer));
   MarkOk();
 }
@@ -243,9 +270,9 @@ ClusterRegistry::Placement ClusterRegistry::PlaceNew(const std::string& kind) {
       found_self = true;
     }
   if (!found_self) nodes.push_back({s_.node_id, s_.public_url, s_.media_address, here, UnixMs()});
-  std::vector<std::string> mget = {"MGET"};
-  for (const NodeRecord& n : nodes) mget.push_back(ReserveKey(n.id));
-  auto res = redis_.Command(mget);
+  std::vector<std::vector<std::string>> counts;
+  for (const NodeRecord& n : nodes) counts.push_back({"ZCOUNT", ReserveKey(n.id), "-inf", "+inf"});
+  auto res = redis_.Pipeline(counts);  // (expired ones still count until that node's next beat)
   if (!res) {
     MarkDegraded(res.error());
     p.why = "cluster degraded";
@@ -260,9 +287,7 @@ ClusterRegistry::Placement ClusterRegistry::PlaceNew(const std::string& kind) {
   for (size_t i = 0; i < nodes.size(); ++i) {
     const NodeRecord& n = nodes[i];
     if (n.state.draining || !n.state.ready) continue;
-    int reserved = 0;
-    if (i < res->elements.size() && res->elements[i].type == RedisReply::Type::kString)
-      reserved = std::atoi(res->elements[i].str.c_str());
+    const int reserved = i < res->size() ? int((*res)[i].integer) : 0;
     auto k = n.state.free_by_kind.find(kind);
     const int free = k != n.state.free_by_kind.end() ? k->second : n.state.free_sessions;
     c.push_back({&n, free, free - reserved});
@@ -275,8 +300,9 @@ ClusterRegistry::Placement ClusterRegistry::PlaceNew(const std::string& kind) {
   });
   for (const Candidate& k : c) {
     if (k.free <= 0) break;
-    auto r = redis_.Command({"EVAL", kReserve, "1", ReserveKey(k.node->id),
-                             std::to_string(k.slots), std::to_string(int64_t(s_.ttl_ms))});
+    auto r = redis_.Command({"EVAL", kReserve, "1", ReserveKey(k.node->id), std::to_string(k.slots),
+                             std::to_string(int64_t(s_.ttl_ms)),
+                             s_.node_id + "/" + std::to_string(reservation_seq_++) + "/" + std::to_string(start_ms_)});
     if (!r) {
       MarkDegraded(r.error());
       p.why = "cluster degraded";
@@ -284,6 +310,7 @@ ClusterRegistry::Placement ClusterRegistry::PlaceNew(const std::string& kind) {
     }
     if (r->integer <= 0) continue;  // taken by a concurrent placement: the next best
     p.local = k.node->id == s_.node_id;
+    p.reserved = true;
     p.node = *k.node;
     p.why = "most free " + (kind.empty() ? std::string("default") : kind) + " sessions (" + std::to_string(k.free) +
             ") on " + k.node->id;

@@ -5,7 +5,9 @@
 //   veil:nodes              set of node ids (members whose record expired are pruned by readers)
 //   veil:node:{id}          the node's record, JSON, expires after ttl_ms unless the heartbeat renews it
 //   veil:session:{sid}      the id of the node holding session sid, renewed with the heartbeat
-//   veil:reserve:{id}       sessions placed on node id since its last heartbeat (a burst guard)
+//   veil:reservations:{id}  sessions placed on node id whose requests it has not yet answered
+//                           and counted in its record (a burst guard): a sorted set, each
+//                           member expiring ttl_ms after it was placed
 //
 // Every heartbeat (heartbeat_ms) writes the whole local state again, so a
 // node re-registers by itself when Redis comes back, and a node that dies
@@ -69,6 +71,7 @@ class ClusterRegistry {
 
   struct Placement {
     bool local = true;   // take the session here
+    bool reserved = false;  // a slot was reserved on that node (see PlacedRequestAnswered)
     NodeRecord node;     // else: redirect to this node
     std::string why;     // for the log
   };
@@ -77,6 +80,13 @@ class ClusterRegistry {
   // (ties: this node, then the lowest id), with a slot reserved there atomically. Degraded or
   // no room anywhere: here.
   Placement PlaceNew(const std::string& kind = "");
+  // A create request that a placement reserved a slot here for (it carries placed=<this
+  // node>) has been answered, with a session or an error. The next heartbeat takes the
+  // reservation back, in the same Redis round trip that publishes a state counting that
+  // session (at once: it asks for a beat). So placement never counts a placed session in
+  // neither (which let a burst overfill a node); it counts it in both (a node with room looks
+  // full) only from the answer until that beat.
+  void PlacedRequestAnswered();
   // The node holding `session` when it is another live node.
   std::optional<NodeRecord> RemoteHolder(const std::string& session);
   // Every live node's record (this node's as last published).
@@ -106,6 +116,9 @@ class ClusterRegistry {
   std::function<NodeState()> local_;
   RedisClient redis_;
   std::atomic<bool> degraded_{false};
+  std::atomic<int> answered_{0};              // PlacedRequestAnswered since the last heartbeat
+  std::atomic<uint64_t> reservation_seq_{0};  // with start_ms_: unique reservation members
+  const int64_t start_ms_;
   mutable Mutex mu_;
   std::string degraded_why_ GUARDED_BY(mu_);
   NodeState last_ GUARDED_BY(mu_);  // what the last heartbeat published

@@ -39,6 +39,17 @@ bool Router::IsInline(const Request& req) const {
 }
 
 void Router::Handle(Request& req, Response& res) const {
+  Answered(req, res);
+  if (!after_) return;
+  try {
+    after_(req, res);
+  } catch (const std::exception& e) {
+    spdlog::error("HTTP after-hook {} {}: {}", req.method, req.path, e.what());
+  } catch (...) {
+  }
+}
+
+void Router::Answered(Request& req, Response& res) const {
   std::string detail;
   try {
     if (guard_ && guard_(req, res)) {

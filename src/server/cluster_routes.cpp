@@ -7,7 +7,7 @@
 
 namespace veil {
 
-bool HttpApi::RedirectToNode(const http::Request& req, http::Response& res) {
+bool HttpApi::RedirectToNode(http::Request& req, http::Response& res) {
   ClusterRegistry* cluster = cluster_.load();
   if (!cluster) return false;
   // The session a request is about, and whether it may create it.
@@ -62,9 +62,21 @@ bool HttpApi::RedirectToNode(const http::Request& req, http::Response& res) {
   // A new session, unless another node already placed it here.
   if (!creates || req.HasParam("placed")) return false;
   const ClusterRegistry::Placement p = cluster->PlaceNew(kind);
-  if (p.local) return false;
+  if (p.local) {
+    // Marked as a request that another node placed here would be: once answered, the
+    // reservation is taken back (PlacedRequestAnswered).
+    if (p.reserved) req.params.emplace_back("placed", cluster->settings().node_id);
+    return false;
+  }
   redirect(p.node, "placed=" + p.node.id);
   return true;
+}
+
+void HttpApi::PlacedRequestAnswered(const http::Request& req) {
+  ClusterRegistry* cluster = cluster_.load();
+  if (!cluster || req.method != "POST" || req.Param("placed") != cluster->settings().node_id) return;
+  const bool whip = req.path.rfind("/whip/", 0) == 0 && req.path.find('/', 6) == std::string::npos;
+  if (req.path == "/v1/sessions" || whip) cluster->PlacedRequestAnswered();
 }
 
 }  // namespace veil

@@ -116,7 +116,7 @@ void HttpApi::Stop() {
 
 void HttpApi::Routes() {
   http::Router& h = router_;
-  h.SetGuard([this](const http::Request& req, http::Response& res) {
+  h.SetGuard([this](http::Request& req, http::Response& res) {
     // The pages hold no data (their scripts call the API with the token), so they load without one.
     // WHIP and WHEP check their own tokens (webrtc.publish_token / view_token).
     static const std::set<std::string> kOpen = {"/healthz", "/readyz", "/", "/operator", "/publish",
@@ -139,6 +139,7 @@ void HttpApi::Routes() {
     Error(res, 401, "missing or wrong bearer token");
     return true;
   });
+  h.SetAfter([this](const http::Request& req, const http::Response&) { PlacedRequestAnswered(req); });
   h.SetErrorBody([](const http::Request& req, http::Response& res, const std::string& detail) {
     if (res.status == 404) Error(res, 404, "no route " + req.method + " " + req.path);
     else if (res.status == 405) Error(res, 405, "method " + req.method + " not allowed on " + req.path + " (allowed: " + res.Header("Allow") + ")");

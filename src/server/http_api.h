@@ -42,7 +42,9 @@ class HttpApi {
   HttpApi() = default;
   void Routes();
   // Cluster: true when the request was answered with a redirect to another node.
-  bool RedirectToNode(const http::Request& req, http::Response& res);
+  bool RedirectToNode(http::Request& req, http::Response& res);
+  // A create request placed here by a reservation (placed=<this node>) was answered.
+  void PlacedRequestAnswered(const http::Request& req);
   http::Router router_;
   std::unique_ptr<http::Server> http_;
   SessionManager* sessions_ = nullptr;

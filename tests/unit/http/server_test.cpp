@@ -273,5 +273,34 @@ TEST_F(HttpServerTest, BusyHandlersNeitherDelayInlineRoutesNorQueueWithoutBound)
   }
 }
 
+// The guard may add to a request's params for its handler (the cluster marks a request it
+// placed here), and the after-hook sees every request once answered, whoever answered it.
+TEST(Router, TheGuardMayMarkARequestAndTheAfterHookSeesEveryAnswer) {
+  Router r;
+  r.SetGuard([](Request& q, Response& res) {
+    if (q.path == "/refused") {
+      res.status = 403;
+      return true;
+    }
+    q.params.emplace_back("mark", "guard");
+    return false;
+  });
+  r.Get("/ok", [](const Request& q, Response& res) { res.SetContent(q.Param("mark"), "text/plain"); });
+  r.Get("/throw", [](const Request&, Response&) -> void { throw std::runtime_error("boom"); });
+  std::vector<std::pair<std::string, int>> seen;
+  r.SetAfter([&](const Request& q, const Response& res) { seen.emplace_back(q.path + ":" + q.Param("mark"), res.status); });
+  for (const char* path : {"/ok", "/refused", "/throw", "/missing"}) {
+    Request q;
+    q.method = "GET";
+    q.path = q.target = path;
+    Response res;
+    r.Handle(q, res);
+    if (q.path == "/ok") EXPECT_EQ(res.body, "guard");
+  }
+  const std::vector<std::pair<std::string, int>> want = {
+      {"/ok:guard", 200}, {"/refused:", 403}, {"/throw:guard", 500}, {"/missing:guard", 404}};
+  EXPECT_EQ(seen, want);
+}
+
 }  // namespace
 }  // namespace veil::http
