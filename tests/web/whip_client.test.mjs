@@ -18,7 +18,8 @@
 //  - a WHEP viewer (veil's watch page) follows every change: it decodes a keyframe at each new
 //    size and keeps decoding after it; it never stops decoding for 2 s across the changes;
 //  - under impairment a frame leaves veil in every second, on average >= MIN_IMPAIRED_SHARE of
-//    the rate before it, and full rate (28 fps, or 95% of that rate) is back within 7 s of its
+//    the rate before it, and full rate (28 fps, 95% of that rate, or within 3 frames of what
+//    the browser sent in the second where it sends less, at least 15) is back within 7 s of its
 //    end (rates, NACKs, PLIs, the longest stall and the recovery time are printed); these rate
 //    and timing marks are printed, not asserted, on a machine over 1.25x slower than the
 //    reference (harness.mjs machineSpeed);
@@ -303,17 +304,25 @@ async function main() {
   console.log(`figure: ${afterP.s} s after it: ${fmt(afterP)}`);
   // Recovery: the first second after the impairment at full rate, with no decode error and no
   // fail-closed frame, counted from the end of the impairment.
-  // Full rate: 28 fps, or 95% of the 8 s before the impairment where the publisher sent less.
+  // Full rate: 28 fps, or 95% of the 8 s before the impairment where the publisher sent less,
+  // or what the browser sent in that second less 3 frames (in flight: the two counts are read
+  // a few ms apart) where its own adaptation, after the loss, sends less still (CI 2026-12-06:
+  // 22.6 fps from the browser in the 7 s after it, 22.3 out of veil). veil cannot send frames
+  // it was not given; a second in which the browser sent under 15 does not count.
   const fullRate = Math.min(28, 0.95 * before.fps_out);
-  let recovery = -1;
+  let recovery = -1, recoveredAt = "";
   for (const p of perSecond.filter(p => p.t > IMPAIR_TO)) {
     const q = perSecond.find(x => x.t === p.t - 1);
-    if (p.out - q.out >= fullRate && p.decode_errors === q.decode_errors && p.fail_closed === q.fail_closed) {
+    const sent = p.sent - q.sent, outN = p.out - q.out;
+    if (sent >= 15 && outN >= Math.min(fullRate, sent - 3) && p.decode_errors === q.decode_errors &&
+        p.fail_closed === q.fail_closed) {
       recovery = p.t - IMPAIR_TO;
+      recoveredAt = `${outN} frames out, ${sent} sent by the browser`;
       break;
     }
   }
-  console.log(`figure: recovery after the impairment: ${recovery} s to the first clean second at >= ${fullRate.toFixed(1)} fps`);
+  console.log(`figure: recovery after the impairment: ${recovery} s to the first clean second at >= ${fullRate.toFixed(1)} fps ` +
+              `or the browser's own rate (${recoveredAt})`);
 
   // --- Checks ---
   check(!events.some(e => e.type === "session_error" || e.type === "session_ended"),
