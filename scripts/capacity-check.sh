@@ -39,7 +39,8 @@ print(json.dumps({"capacity_sessions": c["sessions"], "kind": c["kind"], "headro
                   "transcode_ms": c["transcode_ms_by_codec"], "limit_sessions": round(c["limit_sessions"], 2),
                   "costs": [k for k in c["costs"] if k["samples"] > 0],
                   "admit_speed_step": c.get("admit_speed_step"), "encode_ms_by_step": c.get("encode_ms_by_step"),
-                  "admit_encode_ratio_by_codec": c.get("admit_encode_ratio_by_codec")}))'
+                  "admit_encode_ratio_by_codec": c.get("admit_encode_ratio_by_codec"),
+                  "admit_encode_ratio_paired_samples_by_codec": c.get("admit_encode_ratio_paired_samples_by_codec")}))'
 }
 run() {  # $1 label, $2 mode, $3 input, $4 stages, $5 auto stages
   local label=$1 mode=$2 input=$3 stages=$4 auto=$5

@@ -96,6 +96,8 @@ double CapacityModel::SessionsPlanEncodeRatio(VideoCodec codec, EncodePicture pi
 double CapacityModel::SessionsPlanEncodeRatioLocked(VideoCodec codec, EncodePicture picture) const {
   if (o_.plan_speed_step <= 0) return 1;
   const int step = std::min(o_.plan_speed_step, VideoEncoder::kMaxSpeedSteps - 1);
+  if (auto p = paired_.find({codec, picture, step}); p != paired_.end() && p->second.samples >= kMinPlanSamples)
+    return p->second.value;
   auto at0 = encode_.find({codec, picture, 0}), at = encode_.find({codec, picture, step});
   if (at0 == encode_.end() || at == encode_.end() || at0->second.samples < kMinPlanSamples ||
       at->second.samples < kMinPlanSamples || !(at0->second.value > 0))
@@ -216,6 +218,18 @@ void CapacityModel::LearnEncode(VideoCodec codec, int step, int w, int h, double
   encode_[{codec, picture, step}].Add(ms);
 }
 
+void CapacityModel::LearnPairedEncodeRatio(VideoCodec codec, int step, double ratio, EncodePicture picture) {
+  if (step <= 0 || step >= VideoEncoder::kMaxSpeedSteps || !(ratio > 0)) return;
+  MutexLock lk(mu_);
+  paired_[{codec, picture, step}].Add(ratio);
+}
+
+int CapacityModel::PairedEncodeRatioSamples(VideoCodec codec, int step, EncodePicture picture) const {
+  MutexLock lk(mu_);
+  auto p = paired_.find({codec, picture, step});
+  return p == paired_.end() ? 0 : p->second.samples;
+}
+
 CapacityMemory CapacityModel::Memory() const {
   CapacityMemory m;
   MutexLock lk(mu_);
@@ -334,12 +348,32 @@ CostLearner::StepResult CostLearner::Step(CapacityModel& model, const std::map<s
     return out;
   }
   if (!(threads_ms > 0)) return out;  // kIdle
+  // This second's encodes per codec and picture, per 720p frame at each step: a step measured
+  // beside step 0 gives their ratio under one contention (LearnPairedEncodeRatio).
+  struct Side {
+    double ms[VideoEncoder::kMaxSpeedSteps] = {};
+    uint64_t frames[VideoEncoder::kMaxSpeedSteps] = {};
+  };
+  std::map<std::pair<VideoCodec, EncodePicture>, Side> sides;
   for (const Interval& in : intervals) {
     if (!in.steady) continue;
-    for (int k = 0; k < VideoEncoder::kMaxSpeedSteps; ++k)
+    const EncodePicture picture = PictureOf(in.r->load.mode);
+    Side& side = sides[{in.r->load.codec, picture}];
+    const double scale = model.PixelsScale(in.r->load.width, in.r->load.height);
+    for (int k = 0; k < VideoEncoder::kMaxSpeedSteps; ++k) {
       if (in.encode_frames[k] >= kMinFrames)
         model.LearnEncode(in.r->load.codec, k, in.r->load.width, in.r->load.height,
-                          in.encode_cpu_ms[k] / double(in.encode_frames[k]), PictureOf(in.r->load.mode));
+                          in.encode_cpu_ms[k] / double(in.encode_frames[k]), picture);
+      side.ms[k] += in.encode_cpu_ms[k] / scale;
+      side.frames[k] += in.encode_frames[k];
+    }
+  }
+  for (const auto& [key, side] : sides) {
+    if (side.frames[0] < kMinFrames || !(side.ms[0] > 0)) continue;
+    const double at0 = side.ms[0] / double(side.frames[0]);
+    for (int k = 1; k < VideoEncoder::kMaxSpeedSteps; ++k)
+      if (side.frames[k] >= kMinFrames)
+        model.LearnPairedEncodeRatio(key.first, k, side.ms[k] / double(side.frames[k]) / at0, key.second);
   }
   if (model.Saturated(process_cpu_ms, wall_ms)) {
     ++saturated_steps_;

@@ -138,6 +138,12 @@ class CapacityModel {
   // Learns what an encode of codec costs at a speed step: ms per frame at w x h, of a picture.
   void LearnEncode(VideoCodec codec, int step, int w, int h, double encode_ms_per_frame,
                    EncodePicture picture = EncodePicture::kCamera);
+  // Learns an encode at `step` over one at step 0 measured in the same second on the same node
+  // (sessions at both steps side by side, or one session that changed step in it): both under
+  // the same contention, unlike the two steps' own figures (SessionsPlanEncodeRatio).
+  void LearnPairedEncodeRatio(VideoCodec codec, int step, double ratio,
+                              EncodePicture picture = EncodePicture::kCamera);
+  int PairedEncodeRatioSamples(VideoCodec codec, int step, EncodePicture picture = EncodePicture::kCamera) const;
   // Encode CPU ms per 720p frame at a step: learned, else (step 0) the transcode's encode part
   // (a mosaic's step 0 not measured yet: the camera picture's, the dearer); -1: a step > 0 not
   // measured yet.
@@ -152,8 +158,13 @@ class CapacityModel {
   // -1: none of them known). A mosaic: the full_blur sessions' own, its prior until they measured
   // it, else 1.
   double PlanEncodeRatio(VideoCodec codec, EncodePicture picture = EncodePicture::kCamera) const;
-  // The sessions' own: their encodes at the plan step over theirs at step 0, once each step
-  // learned from kMinPlanSamples seconds (-1 before; 1 when the plan step is 0).
+  // The sessions' own: their encodes at the plan step over theirs at step 0 in the same seconds
+  // (LearnPairedEncodeRatio) once kMinPlanSamples seconds had both; else the two steps' own
+  // figures' ratio once each step learned from kMinPlanSamples seconds (-1 before; 1 when the
+  // plan step is 0). The two figures' ratio reads high on a loaded node: step 0 is mostly
+  // measured while the node is calm, a faster step while it is loaded and every encode costs
+  // more (2026-12-06: VP8's step 2 0.75 of step 0 after a ramp, 0.94 after 4 sessions at 157%
+  // of the cores, which planned 3 sessions where 5 had passed).
   double SessionsPlanEncodeRatio(VideoCodec codec, EncodePicture picture = EncodePicture::kCamera) const;
   static constexpr int kMinPlanSamples = 10;
   // Whether the process took more than kSaturatedShare of the node's cores over an interval:
@@ -227,6 +238,7 @@ class CapacityModel {
   const std::map<VideoCodec, double> prior_mosaic_plan_ratio_;  // full_blur's, until its sessions measured it
   using EncodeKey = std::tuple<VideoCodec, EncodePicture, int>;  // codec, picture, speed step
   std::map<EncodeKey, Learned> encode_ GUARDED_BY(mu_);  // ms per 720p frame
+  std::map<EncodeKey, Learned> paired_ GUARDED_BY(mu_);  // an encode at the step over step 0's, same seconds
 };
 
 // How long an idle node waits before it times its transcode again (server.retime_s and

@@ -200,6 +200,7 @@ void HttpApi::Routes() {
     body["capacity"]["admit_speed_step"] = c.plan_speed_step;
     if (!c.memory.empty()) body["capacity"]["memory"] = c.memory;  // server.capacity_state
     body["capacity"]["admit_encode_ratio_by_codec"] = c.plan_encode_ratio_by_codec;
+    body["capacity"]["admit_encode_ratio_paired_samples_by_codec"] = c.paired_plan_ratio_samples_by_codec;
     const auto by_step = [](const std::map<std::string, std::vector<CapacityState::EncodeStep>>& by_codec) {
       json enc = json::object();
       for (const auto& [codec, steps] : by_codec) {

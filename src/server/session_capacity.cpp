@@ -211,7 +211,11 @@ CapacityState SessionManager::Capacity() const {
   c.costs = capacity_->Costs();
   c.plan_speed_step = capacity_->options().plan_speed_step;
   c.memory = memory_note_;
-  for (const VideoCodecInfo& vc : VideoCodecs()) c.plan_encode_ratio_by_codec[vc.name] = capacity_->PlanEncodeRatio(vc.codec);
+  for (const VideoCodecInfo& vc : VideoCodecs()) {
+    c.plan_encode_ratio_by_codec[vc.name] = capacity_->PlanEncodeRatio(vc.codec);
+    c.paired_plan_ratio_samples_by_codec[vc.name] =
+        capacity_->PairedEncodeRatioSamples(vc.codec, std::min(capacity_->options().plan_speed_step, VideoEncoder::kMaxSpeedSteps - 1));
+  }
   for (const VideoCodecInfo& vc : VideoCodecs()) {
     c.mosaic_encode_by_codec[vc.name];  // every codec listed, its measured steps only
     for (int k = 0; k < VideoEncoder::kMaxSpeedSteps; ++k) {

@@ -76,6 +76,7 @@ struct CapacityState {
   int plan_speed_step = 0;                 // server.admit_speed_step
   // An encode at that step over one at step 0, on the same standalone pictures (-1: not timed).
   std::map<std::string, double> plan_encode_ratio_by_codec;
+  std::map<std::string, int> paired_plan_ratio_samples_by_codec;  // seconds with both steps side by side
   struct EncodeStep {
     int step = 0;
     double ms = 0;    // encode CPU per 720p frame

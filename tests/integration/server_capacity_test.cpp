@@ -46,6 +46,7 @@ TEST(Server, AdmitsByMeasuredCapacity) {
     const double r = cap["admit_encode_ratio_by_codec"][codec].get<double>();
     EXPECT_GT(r, 0.2) << codec;  // a faster step, not a different picture
     EXPECT_LE(r, 1.0) << codec;
+    EXPECT_EQ(cap["admit_encode_ratio_paired_samples_by_codec"][codec], 0) << "no session has run";
   }
   for (const json& k : cap["costs"]) {
     const std::string codec = k["codec"];

@@ -583,6 +583,51 @@ TEST(CostLearner, AFullBlurSessionsEncodesAreLearnedAsAMosaics) {
   EXPECT_NEAR(m.Ratio(VideoCodec::kVp8, Mode::kFullBlur), 0.8, 1e-9);
 }
 
+// The plan step's share taken within the same seconds: a loaded second costs every encode more,
+// and a faster step is mostly measured in loaded seconds, so the two steps' own figures read the
+// share high (2026-12-06: VP8 step 2 0.94 of step 0 after an auto run, 0.75 after a ramp). Step 2
+// beside step 0 in the same seconds gives the share under one contention.
+TEST(CostLearner, ThePlanStepsShareIsTakenWithinTheSameSeconds) {
+  CapacityOptions o = TwoCores();
+  o.plan_speed_step = 2;
+  CapacityModel m(o, {{VideoCodec::kVp8, 10.0}}, {{VideoCodec::kVp8, 7.0}});
+  CostLearner l;
+  Reading a, b, c;
+  a.r.encoder_steps = b.r.encoder_steps = c.r.encoder_steps = 4;
+  // Calm seconds: a alone at step 0, 8-ms encodes.
+  for (int i = 0; i < 15; ++i) StepOnce(l, m, {{"a", &a.RunEncoding(11, 8, 0)}}, 330);
+  // Loaded seconds: b joins at step 2 (its warm-up seconds teach nothing), a at step 1 for 6
+  // seconds (step 2 measured, no step 0 beside it), then 9 seconds of a's 10-ms encodes at step 0
+  // beside b's 7.5.
+  for (int i = 0; i < 3; ++i) StepOnce(l, m, {{"a", &a.RunEncoding(13, 10, 0)}, {"b", &b.RunEncoding(10, 7.5, 2)}}, 690);
+  for (int i = 0; i < 6; ++i) StepOnce(l, m, {{"a", &a.RunEncoding(12, 9, 1)}, {"b", &b.RunEncoding(10, 7.5, 2)}}, 660);
+  EXPECT_EQ(m.PairedEncodeRatioSamples(VideoCodec::kVp8, 2), 0);
+  for (int i = 0; i < 9; ++i) StepOnce(l, m, {{"a", &a.RunEncoding(13, 10, 0)}, {"b", &b.RunEncoding(10, 7.5, 2)}}, 690);
+  EXPECT_EQ(m.PairedEncodeRatioSamples(VideoCodec::kVp8, 2), 9);
+  EXPECT_EQ(m.EncodeSamples(VideoCodec::kVp8, 2), 15);
+  const double separate = m.EncodeMs(VideoCodec::kVp8, 2) / m.EncodeMs(VideoCodec::kVp8, 0);
+  EXPECT_GT(separate, 0.77) << "the steps' own figures: step 0 mostly calm, step 2 loaded";
+  EXPECT_NEAR(m.SessionsPlanEncodeRatio(VideoCodec::kVp8), separate, 1e-9) << "9 seconds side by side: not yet";
+  StepOnce(l, m, {{"a", &a.RunEncoding(13, 10, 0)}, {"b", &b.RunEncoding(10, 7.5, 2)}}, 690);
+  EXPECT_EQ(m.PairedEncodeRatioSamples(VideoCodec::kVp8, 2), 10);
+  EXPECT_NEAR(m.SessionsPlanEncodeRatio(VideoCodec::kVp8), 0.75, 1e-9);
+  EXPECT_NEAR(m.PlanEncodeRatio(VideoCodec::kVp8), 0.75, 1e-9);
+  // A second with step 2 alone pairs with nothing; a session that changed step within a second
+  // pairs with itself (the two halves' frames weighed by their counts), per 720p frame.
+  StepOnce(l, m, {{"b", &b.RunEncoding(10, 7.5, 2)}}, 300);
+  StepOnce(l, m, {{"b", &b.RunEncoding(10, 7.5, 2)}}, 300);
+  EXPECT_EQ(m.PairedEncodeRatioSamples(VideoCodec::kVp8, 2), 10);
+  Reading half(Mode::kAnonymize, 640, 360);
+  half.r.encoder_steps = 4;
+  for (int i = 0; i < 4; ++i) {
+    half.RunEncoding(4, 2.5, 0, 15);
+    StepOnce(l, m, {{"h", &half.RunEncoding(4, 1.5, 2, 15)}}, 120);
+  }
+  EXPECT_EQ(m.PairedEncodeRatioSamples(VideoCodec::kVp8, 2), 11);
+  // A mosaic's seconds are paired apart, and only with a mosaic's.
+  EXPECT_EQ(m.PairedEncodeRatioSamples(VideoCodec::kVp8, 2, EncodePicture::kMosaic), 0);
+}
+
 // full_blur's prior per codec: a mosaic encodes cheaply in VP8 (its sessions learned 0.72-0.86x
 // the transcode on 2026-12-06), less so in x264 (0.78-1.15x): each the largest, rounded up, and
 // both under anonymize's.
