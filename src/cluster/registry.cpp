@@ -271,7 +271,7 @@ ClusterRegistry::Placement ClusterRegistry::PlaceNew(const std::string& kind) {
     }
   if (!found_self) nodes.push_back({s_.node_id, s_.public_url, s_.media_address, here, UnixMs()});
   std::vector<std::vector<std::string>> counts;
-  for (const NodeRecord& n : nodes) counts.push_back({"ZCOUNT", ReserveKey(n.id), "-inf", "+inf"});
+  for (const NodeRecord& n : nodes) counts.push_back({"ZCARD", ReserveKey(n.id)});
   auto res = redis_.Pipeline(counts);  // (expired ones still count until that node's next beat)
   if (!res) {
     MarkDegraded(res.error());

@@ -6,6 +6,17 @@
 #include "server/http_util.h"
 
 namespace veil {
+namespace {
+
+// A request that creates a session when none of its id exists: POST /v1/sessions, or a WHIP
+// offer (POST /whip/{id}; not a request on one of its resources).
+bool CreatesSession(const http::Request& req) {
+  if (req.method != "POST") return false;
+  if (req.path == "/v1/sessions") return true;
+  return req.path.rfind("/whip/", 0) == 0 && req.path.size() > 6 && req.path.find('/', 6) == std::string::npos;
+}
+
+}  // namespace
 
 bool HttpApi::RedirectToNode(http::Request& req, http::Response& res) {
   ClusterRegistry* cluster = cluster_.load();
@@ -35,7 +46,7 @@ bool HttpApi::RedirectToNode(http::Request& req, http::Response& res) {
       kind = codec + "/" + mode;
     }
   } else if (req.method == "POST" && segment("/whip/")) {
-    if (req.path.find('/', 6) != std::string::npos) return false;  // not an offer
+    if (!CreatesSession(req)) return false;  // a request on an offer's resource
     creates = true;
   } else if (req.method == "POST" && segment("/whep/")) {
     if (req.path.find('/', 6) != std::string::npos) return false;
@@ -74,9 +85,8 @@ bool HttpApi::RedirectToNode(http::Request& req, http::Response& res) {
 
 void HttpApi::PlacedRequestAnswered(const http::Request& req) {
   ClusterRegistry* cluster = cluster_.load();
-  if (!cluster || req.method != "POST" || req.Param("placed") != cluster->settings().node_id) return;
-  const bool whip = req.path.rfind("/whip/", 0) == 0 && req.path.find('/', 6) == std::string::npos;
-  if (req.path == "/v1/sessions" || whip) cluster->PlacedRequestAnswered();
+  if (cluster && CreatesSession(req) && req.Param("placed") == cluster->settings().node_id)
+    cluster->PlacedRequestAnswered();
 }
 
 }  // namespace veil
