@@ -9,11 +9,19 @@
 
 namespace veil {
 
-std::vector<int> Vp8SpeedLadder(int vp8_speed) {
-  std::vector<int> out;
-  if (vp8_speed > 0) return {vp8_speed};  // libvpx adapts on its own: one step
-  for (int s = -vp8_speed; s <= 16; s += 2) out.push_back(s);
-  if (out.empty() || out.back() != 16) out.push_back(16);
+std::vector<Vp8Speed> Vp8SpeedLadder(int vp8_speed, bool static_steps) {
+  if (vp8_speed > 0) return {{vp8_speed, 0}};  // libvpx adapts on its own: one step
+  const int from = -vp8_speed;
+  std::vector<Vp8Speed> out;
+  const int plain_to = static_steps ? std::max(from, 10) : 16;
+  for (int s = from; s <= plain_to; s += 2) out.push_back({s, 0});
+  if (!static_steps) {
+    if (out.empty() || out.back().cpu_used != 16) out.push_back({16, 0});
+    return out;
+  }
+  for (const Vp8Speed& v : {Vp8Speed{std::max(from, 10), 1000}, Vp8Speed{std::max(from, 14), 1000},
+                            Vp8Speed{std::max(from, 14), 3000}})
+    if (out.back() != v) out.push_back(v);
   return out;
 }
 

@@ -48,7 +48,7 @@ class VideoEncoder {
   virtual int max_speed_step() const = 0;
   virtual void SetSpeedStep(int step) = 0;
   int speed_step() const { return step_; }  // the step the last frame was encoded at
-  // The encoder setting of a step, e.g. "cpu-used 12" or "superfast".
+  // The encoder setting of a step, e.g. "cpu-used -12", "cpu-used -14 static 3000" or "superfast".
   virtual std::string SpeedName(int step) const = 0;
   // Frames encoded at the fastest speed because they began a new picture (EncoderOptions::fast_cuts).
   virtual int64_t fast_cut_frames() const { return 0; }
@@ -58,10 +58,25 @@ class VideoEncoder {
   int step_ = 0;
 };
 
-// The speed ladders (exposed for tests and `veil bench --speed-steps`): libvpx cpu-used values
-// from |vp8_speed| up to 16 in steps of 2 (none for libvpx's own adaptive speed, vp8_speed > 0);
-// x264 presets from the configured one down to ultrafast.
-std::vector<int> Vp8SpeedLadder(int vp8_speed);
+// One step of the live VP8 encoder's speed: libvpx cpu-used, and its static threshold
+// (VP8E_SET_STATIC_THRESHOLD, libvpx's "encode breakout"): a macroblock whose inter prediction
+// is within this sum of squared luma differences of the picture given (and half of it in
+// chroma) is sent as the prediction, with no residual. 0: none.
+struct Vp8Speed {
+  int cpu_used = 8;
+  int static_threshold = 0;
+  bool operator==(const Vp8Speed&) const = default;
+};
+
+// The speed ladders (exposed for tests and `veil bench --speed-steps`), from the configured
+// speed to the fastest. VP8: cpu-used from |vp8_speed| up in steps of 2 (none for libvpx's own
+// adaptive speed, vp8_speed > 0). With static_steps (EncoderOptions::vp8_static_steps) up to 10,
+// then static threshold 1000 at 10, 1000 at 14 and 3000 at 14 (each cpu-used at least
+// |vp8_speed|): on three 720p clips these were cheaper than cpu-used alone at the same loss,
+// and the last one cheaper than cpu-used 16 with 1.3-4.8 dB more (docs/figures.md "Static
+// threshold steps"). Without: cpu-used up to 16. x264: presets from the configured one down to
+// ultrafast.
+std::vector<Vp8Speed> Vp8SpeedLadder(int vp8_speed, bool static_steps = true);
 std::vector<std::string> X264PresetLadder(const std::string& preset);
 
 // A new picture for the encoder (EncoderOptions::fast_cuts): the mean absolute difference of two

@@ -45,9 +45,12 @@ struct EncoderOptions {
   int vp8_speed = -8;
   // Live VP8: a frame whose picture differs from the encoder's previous input as a scene cut
   // does (the mean absolute difference of 32x18 luma thumbnails above kCutThumbnailDiff) is
-  // encoded at the ladder's fastest speed, then the speed goes back. Such a frame is coded
+  // encoded at cpu-used 16, then the speed goes back. Such a frame is coded
   // mostly intra, and costs ~2x a usual one at cpu-used -8.
   bool fast_cuts = true;
+  // Live VP8's speed ladder (Vp8SpeedLadder, media/codec.h): past cpu-used 10 the faster steps
+  // raise libvpx's static threshold instead of cpu-used alone. false: cpu-used up to 16.
+  bool vp8_static_steps = true;
   std::string x264_preset = "veryfast";
   std::string x264_profile;  // "" = x264's choice (high); live sessions use constrained baseline (WebRTC's 42e01f)
 };

@@ -17,6 +17,7 @@ namespace {
 
 class VpxEncoder final : public VideoEncoder {
  public:
+  static constexpr int kCutCpuUsed = 16;  // a scene cut's first frame (fast_cuts)
   ~VpxEncoder() override {
     if (open_) vpx_codec_destroy(&codec_);
   }
@@ -24,7 +25,7 @@ class VpxEncoder final : public VideoEncoder {
   Status Open(const VideoInfo& vi, const EncoderOptions& o) {
     if (Status s = ValidateEncoder(vi, o); !s) return s;
     if (vi.tb_num <= 0 || vi.tb_den <= 0) return Status::Error("time base must be positive");
-    ladder_ = Vp8SpeedLadder(o.vp8_speed);
+    ladder_ = Vp8SpeedLadder(o.vp8_speed, o.vp8_static_steps);
     adaptive_ = o.vp8_speed > 0;
     fast_cuts_ = o.fast_cuts && !adaptive_;  // libvpx's own adaptive speed is left to itself
     vpx_codec_enc_cfg_t cfg;
@@ -50,7 +51,6 @@ class VpxEncoder final : public VideoEncoder {
     width_ = vi.width;
     height_ = vi.height;
     duration_ = std::max<int64_t>(1, std::llround(double(vi.tb_den) / (double(vi.tb_num) * fps)));
-    vpx_codec_control(&codec_, VP8E_SET_STATIC_THRESHOLD, 0u);
     return ApplySpeed(0);
   }
 
@@ -81,20 +81,21 @@ class VpxEncoder final : public VideoEncoder {
     const vpx_enc_frame_flags_t flags = force_keyframe ? VPX_EFLAG_FORCE_KF : 0;
     // A new picture (a scene cut, or the first frame after a held one) is coded mostly intra and
     // costs ~2x a usual frame at cpu-used -8, but only ~1.2x at 16, for ~0.1 dB over the clip
-    // (docs/figures.md, "Fast cuts"): encode it at the fastest step, then go back. A keyframe
-    // costs the same at every speed, so it is left alone.
+    // (docs/figures.md, "Fast cuts"): encode it at cpu-used 16 (the step's static threshold
+    // kept: a cut's macroblocks rarely predict within it), then go back. A keyframe costs the
+    // same at every speed, so it is left alone.
     const LumaThumb thumb = LumaThumb::Of(f);
-    const bool cut = fast_cuts_ && have_thumb_ && !force_keyframe && step_ < max_speed_step() &&
+    const int step_cpu_used = ladder_[size_t(step_)].cpu_used;
+    const bool cut = fast_cuts_ && have_thumb_ && !force_keyframe && step_cpu_used < kCutCpuUsed &&
                      thumb.MeanAbsDiff(thumb_) > kCutThumbnailDiff;
     thumb_ = thumb;
     have_thumb_ = true;
-    const int step = step_;
     if (cut)
-      if (Status s = ApplySpeed(max_speed_step()); !s) return s;
+      if (Status s = SetCpuUsed(kCutCpuUsed); !s) return s;
     const bool encoded = vpx_codec_encode(&codec_, &img, pts, duration_, flags, VPX_DL_REALTIME) == VPX_CODEC_OK;
     if (cut) {
       ++fast_cut_frames_;
-      if (Status s = ApplySpeed(step); !s) return s;
+      if (Status s = SetCpuUsed(step_cpu_used); !s) return s;
     }
     if (!encoded) return Status::Error(std::string("encoder rejected frame: ") + vpx_codec_error(&codec_));
     return Drain(out);
@@ -110,17 +111,26 @@ class VpxEncoder final : public VideoEncoder {
   void SetSpeedStep(int step) override { want_ = std::clamp(step, 0, max_speed_step()); }
   int64_t fast_cut_frames() const override { return fast_cut_frames_; }
   std::string SpeedName(int step) const override {
-    const int v = ladder_[size_t(std::clamp(step, 0, max_speed_step()))];
-    return "cpu-used " + std::to_string(adaptive_ ? v : -v);
+    const Vp8Speed& v = ladder_[size_t(std::clamp(step, 0, max_speed_step()))];
+    std::string name = "cpu-used " + std::to_string(adaptive_ ? v.cpu_used : -v.cpu_used);
+    if (v.static_threshold > 0) name += " static " + std::to_string(v.static_threshold);
+    return name;
   }
 
  private:
   Status ApplySpeed(int step) {
-    const int v = ladder_[size_t(step)];
-    // Negative: that speed, fixed; positive: libvpx adapts from it to its own CPU estimate.
-    if (vpx_codec_control(&codec_, VP8E_SET_CPUUSED, adaptive_ ? v : -v) != VPX_CODEC_OK)
-      return Status::Error(std::string("libvpx refused cpu-used: ") + vpx_codec_error(&codec_));
+    const Vp8Speed& v = ladder_[size_t(step)];
+    if (Status s = SetCpuUsed(v.cpu_used); !s) return s;
+    if (vpx_codec_control(&codec_, VP8E_SET_STATIC_THRESHOLD, unsigned(v.static_threshold)) != VPX_CODEC_OK)
+      return Status::Error(std::string("libvpx refused the static threshold: ") + vpx_codec_error(&codec_));
     step_ = step;
+    return Status::Ok();
+  }
+
+  Status SetCpuUsed(int cpu_used) {
+    // Negative: that speed, fixed; positive: libvpx adapts from it to its own CPU estimate.
+    if (vpx_codec_control(&codec_, VP8E_SET_CPUUSED, adaptive_ ? cpu_used : -cpu_used) != VPX_CODEC_OK)
+      return Status::Error(std::string("libvpx refused cpu-used: ") + vpx_codec_error(&codec_));
     return Status::Ok();
   }
 
@@ -145,7 +155,7 @@ class VpxEncoder final : public VideoEncoder {
   bool have_thumb_ = false;
   LumaThumb thumb_;
   int64_t fast_cut_frames_ = 0;
-  std::vector<int> ladder_;
+  std::vector<Vp8Speed> ladder_;
   int want_ = 0;
   int width_ = 0, height_ = 0;
   int64_t duration_ = 1;

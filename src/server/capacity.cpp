@@ -31,7 +31,9 @@ double PriorRatio(Mode mode, bool bypass_forward, VideoCodec codec) {
 double PriorPlanEncodeRatio(VideoCodec codec, int step, bool default_ladder, EncodePicture picture) {
   if (!default_ladder || step < 0) return -1;
   if (step == 0) return 1;
-  static constexpr double kVp8[] = {0.88, 0.79, 0.69};  // cpu-used -10, -12, -14
+  // cpu-used -10; -10 static 1000; -14 static 1000 (what -12 and -14 alone measured: the static
+  // steps measured less on every clip, 0.58-0.79 and 0.54-0.66 in `veil bench --speed-steps`).
+  static constexpr double kVp8[] = {0.88, 0.79, 0.69};
   static constexpr double kH264[] = {0.63, 0.42};       // superfast, ultrafast
   // A whole-frame mosaic (full_blur sessions, 2026-12-06): VP8's faster steps saved nothing
   // (1.01, 1.02, 1.05 of step 0), x264's 0.61-0.79 and 0.41-0.49.

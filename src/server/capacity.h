@@ -312,10 +312,11 @@ class CostLearner {
 // docs/capacity.md "The cost model").
 double PriorRatio(Mode mode, bool bypass_forward = true, VideoCodec codec = VideoCodec::kVp8);
 
-// The prior share of an encode at a speed step of the default ladder (libvpx cpu-used -8 up in
-// steps of 2; x264 veryfast, superfast, ultrafast) over one at step 0: what anonymized sessions
-// measured on this repo's 720p clips, rounded up (2026-12-05: VP8 0.83-0.87, 0.74-0.78, 0.65-0.68
-// at steps 1-3; H.264 0.55-0.62, 0.38-0.41 at steps 1-2; docs/figures.md). -1 past the ladder's
+// The prior share of an encode at a speed step of the default ladder (libvpx cpu-used -8, -10,
+// then static threshold steps, Vp8SpeedLadder; x264 veryfast, superfast, ultrafast) over one at
+// step 0: what anonymized sessions measured on this repo's 720p clips, rounded up (2026-12-05,
+// with cpu-used -12 and -14 at steps 2 and 3: VP8 0.83-0.87, 0.74-0.78, 0.65-0.68 at steps 1-3;
+// H.264 0.55-0.62, 0.38-0.41 at steps 1-2; docs/figures.md; the static steps cost less). -1 past the ladder's
 // measured steps, or for other encoder settings (default_ladder false).
 // A mosaic (full_blur) has its own: VP8 1 at every step (its faster steps saved nothing), H.264
 // 0.8 and 0.5.

@@ -48,7 +48,8 @@ Status SessionManager::StartCapacity(MetricsRegistry* metrics) {
       by_core[vc.codec] = t->by_core;
       if (t->plan_encode_ratio > 0) plan_ratio[vc.codec] = t->plan_encode_ratio;
       const bool default_ladder = vc.codec == VideoCodec::kH264 ? deps_.encoder.x264_preset == defaults.x264_preset
-                                                                 : deps_.encoder.vp8_speed == defaults.vp8_speed;
+                                                                 : deps_.encoder.vp8_speed == defaults.vp8_speed &&
+                                                                       deps_.encoder.vp8_static_steps == defaults.vp8_static_steps;
       if (double p = PriorPlanEncodeRatio(vc.codec, co.plan_speed_step, default_ladder); p > 0) prior_ratio[vc.codec] = p;
       if (double p = PriorPlanEncodeRatio(vc.codec, co.plan_speed_step, default_ladder, EncodePicture::kMosaic); p > 0)
         prior_mosaic_ratio[vc.codec] = p;

@@ -367,7 +367,8 @@ TEST(LiveSession, ShedsEncoderSpeedThenCadenceUnderAnInjectedCpuHogAndTakesThemB
   EXPECT_EQ(before.detect_every, 3);
   EXPECT_FALSE(before.detect_trimmed);
   EXPECT_EQ(before.max_shed_level, 6)
-      << "4 encoder steps (-10, -12, -14, -16), the trimmed detection window, one of cadence";
+      << "4 encoder steps (-10, -10 static 1000, -14 static 1000, -14 static 3000), the trimmed detection window, "
+         "one of cadence";
 
   // The hog: every frame's work now starts 45 ms late. Levels are taken one per window, and
   // every one is visible in the stats on the way.
@@ -393,7 +394,7 @@ TEST(LiveSession, ShedsEncoderSpeedThenCadenceUnderAnInjectedCpuHogAndTakesThemB
   for (int l : levels) std::printf(" %d", l);
   std::printf("\n");
   EXPECT_EQ(hog.shed_level, 6);
-  EXPECT_EQ(hog.encoder_speed, "cpu-used -16");
+  EXPECT_EQ(hog.encoder_speed, "cpu-used -14 static 3000");
   EXPECT_TRUE(hog.detect_trimmed);
   EXPECT_EQ(hog.detect_every, 4);
   EXPECT_TRUE(hog.overloaded) << "nothing left to shed and still late: the node's turn";
@@ -401,10 +402,13 @@ TEST(LiveSession, ShedsEncoderSpeedThenCadenceUnderAnInjectedCpuHogAndTakesThemB
     EXPECT_EQ(levels[i], levels[i - 1] + 1) << "one level at a time";
   }
   // The order: the encoder's steps, then the trimmed window, then cadence.
-  const std::vector<std::string> order = {"cpu-used -8 every 3",          "cpu-used -10 every 3",
-                                          "cpu-used -12 every 3",         "cpu-used -14 every 3",
-                                          "cpu-used -16 every 3",         "cpu-used -16 trimmed every 3",
-                                          "cpu-used -16 trimmed every 4"};
+  const std::vector<std::string> order = {"cpu-used -8 every 3",
+                                          "cpu-used -10 every 3",
+                                          "cpu-used -10 static 1000 every 3",
+                                          "cpu-used -14 static 1000 every 3",
+                                          "cpu-used -14 static 3000 every 3",
+                                          "cpu-used -14 static 3000 trimmed every 3",
+                                          "cpu-used -14 static 3000 trimmed every 4"};
   ASSERT_FALSE(levels.empty());
   for (size_t i = 0; i < levels.size(); ++i) {
     EXPECT_EQ(seen[i], order.at(size_t(levels[i]))) << "level " << levels[i];

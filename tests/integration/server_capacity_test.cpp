@@ -381,15 +381,16 @@ TEST(Server, ShedsEncoderSpeedThenCadenceThenViewersThenTheNewestSession) {
   std::printf("level back to %d %.1f s after the hog stopped\n", level, (NowMs() - healed) / 1000);
   EXPECT_EQ(level, 0);
   // The capacity model learned what the session's encodes cost at the step it ran at for
-  // seconds (cpu-used -16, step 4), from its encode calls' own CPU. Not compared with step 0:
+  // seconds (cpu-used -14 static 3000, step 4), from its encode calls' own CPU. Not compared with step 0:
   // under the hog, frames go stale and each encoded one differs more from its reference; here
-  // step 4 read 6.4 ms a 720p frame against step 0's 5.7 (the standalone transcode's encode).
+  // step 4 (cpu-used -16 then) read 6.4 ms a 720p frame against step 0's 5.7 (the standalone
+  // transcode's encode).
   const json enc = server.Call("GET", "/readyz").body["capacity"]["encode_ms_by_step"]["vp8"];
   std::printf("encode ms a 720p frame by step: %s\n", enc.dump().c_str());
   double step4 = -1;
   for (const json& e : enc)
     if (e["step"] == 4 && e["samples"].get<int>() > 0) step4 = e["encode_ms"].get<double>();
-  EXPECT_GT(step4, 0) << "nothing learned at cpu-used -16: " << enc.dump();
+  EXPECT_GT(step4, 0) << "nothing learned at step 4: " << enc.dump();
   EXPECT_EQ(server.Call("POST", "/v1/sessions/old/viewers", R"({"host":"127.0.0.1","video_port":40999})").status, 201);
   feed_old.Stop();
   feed_new.Stop();
@@ -418,10 +419,10 @@ TEST(Server, ShedsEncoderSpeedThenCadenceThenViewersThenTheNewestSession) {
   EXPECT_NE(seen.find("node_recovered"), std::string::npos) << seen;
   EXPECT_NE(seen.find("level 1 -> 0 of 6"), std::string::npos) << seen;
   // What the levels past the encoder's steps give up: the trimmed window, then cadence.
-  EXPECT_NE(events.text.find("level 4 -> 5 of 6: encoder cpu-used -16, detection every 3 frames, trimmed window"),
+  EXPECT_NE(events.text.find("level 4 -> 5 of 6: encoder cpu-used -14 static 3000, detection every 3 frames, trimmed window"),
             std::string::npos)
       << events.text;
-  EXPECT_NE(events.text.find("level 5 -> 6 of 6: encoder cpu-used -16, detection every 4 frames, trimmed window"),
+  EXPECT_NE(events.text.find("level 5 -> 6 of 6: encoder cpu-used -14 static 3000, detection every 4 frames, trimmed window"),
             std::string::npos)
       << events.text;
   EXPECT_NE(shed_detail.find("reason=shed"), std::string::npos) << shed_detail;

@@ -74,9 +74,23 @@ TEST(LiveCodecs, H264RoundTripWithForcedKeyframe) { RoundTrip("h264"); }
 // once with a keyframe, slower only at its next regular keyframe. The oracle is the decoded
 // picture against the source and the bitstream's own keyframe flags.
 TEST(LiveCodecs, SpeedLadders) {
-  EXPECT_EQ(Vp8SpeedLadder(-8), (std::vector<int>{8, 10, 12, 14, 16}));
-  EXPECT_EQ(Vp8SpeedLadder(-15), (std::vector<int>{15, 16}));
-  EXPECT_EQ(Vp8SpeedLadder(4), (std::vector<int>{4})) << "libvpx's own adaptive speed: no steps";
+  using V = std::vector<Vp8Speed>;
+  EXPECT_EQ(Vp8SpeedLadder(-8), (V{{8, 0}, {10, 0}, {10, 1000}, {14, 1000}, {14, 3000}}));
+  EXPECT_EQ(Vp8SpeedLadder(-4), (V{{4, 0}, {6, 0}, {8, 0}, {10, 0}, {10, 1000}, {14, 1000}, {14, 3000}}));
+  EXPECT_EQ(Vp8SpeedLadder(-12), (V{{12, 0}, {12, 1000}, {14, 1000}, {14, 3000}}));
+  EXPECT_EQ(Vp8SpeedLadder(-15), (V{{15, 0}, {15, 1000}, {15, 3000}})) << "never slower than configured";
+  EXPECT_EQ(Vp8SpeedLadder(-8, false), (V{{8, 0}, {10, 0}, {12, 0}, {14, 0}, {16, 0}}));
+  EXPECT_EQ(Vp8SpeedLadder(-15, false), (V{{15, 0}, {16, 0}}));
+  EXPECT_EQ(Vp8SpeedLadder(4), (V{{4, 0}})) << "libvpx's own adaptive speed: no steps";
+  for (int s = -16; s <= -1; ++s)
+    for (bool st : {true, false}) {
+      const V l = Vp8SpeedLadder(s, st);
+      ASSERT_FALSE(l.empty());
+      EXPECT_LE(int(l.size()), VideoEncoder::kMaxSpeedSteps) << s;
+      for (size_t i = 1; i < l.size(); ++i)  // each step faster than the one before in one setting, slower in none
+        EXPECT_TRUE(l[i].cpu_used >= l[i - 1].cpu_used && l[i].static_threshold >= l[i - 1].static_threshold &&
+                    l[i] != l[i - 1]) << s << " step " << i;
+    }
   EXPECT_EQ(X264PresetLadder("veryfast"), (std::vector<std::string>{"veryfast", "superfast", "ultrafast"}));
   EXPECT_EQ(X264PresetLadder("ultrafast"), (std::vector<std::string>{"ultrafast"}));
 }
@@ -105,7 +119,7 @@ void SpeedChangeMidStream(const std::string& codec) {
   }
   EXPECT_EQ(steps[9], 0);
   EXPECT_EQ(steps[10], top) << "faster takes effect on the next frame";
-  EXPECT_EQ((*enc)->SpeedName(top), codec == "vp8" ? "cpu-used -16" : "ultrafast");
+  EXPECT_EQ((*enc)->SpeedName(top), codec == "vp8" ? "cpu-used -14 static 3000" : "ultrafast");
   if (codec == "vp8") {
     EXPECT_EQ(steps[20], 0) << "libvpx slows down between any two frames";
     for (int i : {10, 20}) EXPECT_FALSE(packets[size_t(i)].keyframe) << "frame " << i << ": no keyframe needed";
