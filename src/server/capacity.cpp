@@ -239,6 +239,8 @@ CapacityMemory CapacityModel::Memory() const {
     if (l.samples > 0) m.costs.push_back({k.first, k.second, l.value, l.samples, TranscodeMsLocked(k.first)});
   for (const auto& [k, l] : encode_)
     if (l.samples > 0) m.encodes.push_back({std::get<0>(k), std::get<1>(k), std::get<2>(k), l.value, l.samples});
+  for (const auto& [k, l] : paired_)
+    if (l.samples > 0) m.paired.push_back({std::get<0>(k), std::get<1>(k), std::get<2>(k), l.value, l.samples});
   return m;
 }
 
@@ -253,6 +255,9 @@ void CapacityModel::Restore(const CapacityMemory& m) {
   for (const CapacityMemory::Encode& e : m.encodes)
     if (e.ms > 0 && e.samples > 0 && e.step >= 0 && e.step < VideoEncoder::kMaxSpeedSteps)
       encode_[{e.codec, e.picture, e.step}] = {e.ms, e.samples};
+  for (const CapacityMemory::PairedShare& p : m.paired)
+    if (p.ratio > 0 && p.samples > 0 && p.step > 0 && p.step < VideoEncoder::kMaxSpeedSteps)
+      paired_[{p.codec, p.picture, p.step}] = {p.ratio, p.samples};
 }
 
 void CapacityModel::Learned::Add(double x) {

@@ -103,8 +103,18 @@ struct CapacityMemory {
     double ms = 0;  // per 720p frame
     int samples = 0;
   };
+  // An encode at `step` over one at step 0 taken within the same seconds
+  // (CapacityModel::LearnPairedEncodeRatio): the plan step's share once it has enough samples.
+  struct PairedShare {
+    VideoCodec codec = VideoCodec::kVp8;
+    EncodePicture picture = EncodePicture::kCamera;
+    int step = 0;
+    double ratio = 0;
+    int samples = 0;
+  };
   std::vector<Cost> costs;
   std::vector<Encode> encodes;
+  std::vector<PairedShare> paired;
 };
 
 class CapacityModel {

@@ -51,7 +51,8 @@ std::string CapacityStateJson(const CapacityMemory& m, const CapacityKey& key, c
             {"saved", saved_utc},
             {"node", {{"cpu", key.cpu}, {"cores", key.cores}, {"build", key.build}, {"settings", key.settings}}},
             {"costs", json::array()},
-            {"encodes", json::array()}};
+            {"encodes", json::array()},
+            {"paired_shares", json::array()}};
   for (const auto& c : m.costs)
     j["costs"].push_back({{"codec", Name(c.codec)}, {"mode", ModeName(c.mode)}, {"ratio", c.ratio}, {"samples", c.samples},
                           {"transcode_ms", c.transcode_ms}});
@@ -61,6 +62,12 @@ std::string CapacityStateJson(const CapacityMemory& m, const CapacityKey& key, c
                             {"step", e.step},
                             {"ms", e.ms},
                             {"samples", e.samples}});
+  for (const auto& p : m.paired)
+    j["paired_shares"].push_back({{"codec", Name(p.codec)},
+                                  {"picture", p.picture == EncodePicture::kMosaic ? "mosaic" : "camera"},
+                                  {"step", p.step},
+                                  {"ratio", p.ratio},
+                                  {"samples", p.samples}});
   return j.dump(1) + "\n";
 }
 
@@ -131,6 +138,24 @@ Result<CapacityMemory> ParseCapacityState(const std::string& text, const Capacit
       return bad("an encode entry of an unknown picture: " + e.dump());
     m.encodes.push_back({*vc, picture == "mosaic" ? EncodePicture::kMosaic : EncodePicture::kCamera, int(step), ms,
                          int(samples)});
+  }
+  // The plan step's share taken within the same seconds (absent in a file from before it was
+  // kept: learned again).
+  if (auto paired = j.find("paired_shares"); paired != j.end()) {
+    if (!paired->is_array() || paired->size() > 256) return bad("paired_shares is not an array of at most 256");
+    for (const json& p : *paired) {
+      std::string codec, picture;
+      double step = 0, ratio = 0, samples = 0;
+      if (!p.is_object() || !str(p, "codec", &codec) || !str(p, "picture", &picture) ||
+          !num(p, "step", 1, VideoEncoder::kMaxSpeedSteps - 1, &step) || step != double(int(step)) ||
+          !num(p, "ratio", 1e-3, 4, &ratio) || !num(p, "samples", 1, 1e9, &samples))
+        return bad("a paired share out of range or incomplete: " + p.dump());
+      auto vc = ParseVideoCodec(codec);
+      if (!vc || (picture != "camera" && picture != "mosaic"))
+        return bad("a paired share of an unknown codec or picture: " + p.dump());
+      m.paired.push_back({*vc, picture == "mosaic" ? EncodePicture::kMosaic : EncodePicture::kCamera, int(step), ratio,
+                          int(samples)});
+    }
   }
   return m;
 }

@@ -246,8 +246,8 @@ void SessionManager::RestoreMemory() {
     capacity_->Restore(*m);
     int samples = 0;
     for (const auto& c : m->costs) samples += c.samples;
-    memory_note_ = fmt::format("restored from {}: {} learned costs ({} samples), {} encode steps", path,
-                               m->costs.size(), samples, m->encodes.size());
+    memory_note_ = fmt::format("restored from {}: {} learned costs ({} samples), {} encode steps, {} same-second shares",
+                               path, m->costs.size(), samples, m->encodes.size(), m->paired.size());
     spdlog::info("capacity: {}", memory_note_);
   } else if (m.status().code() == StatusCode::kNotFound) {
     memory_note_ = "nothing learned yet at " + path + ": the priors";

@@ -3,6 +3,7 @@
 #include "server/capacity_memory.h"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 #include <unistd.h>
 
 #include <cstdio>
@@ -85,6 +86,61 @@ TEST(CapacityMemory, ARestoredModelAdmitsWhatTheTaughtOneAdmitted) {
   // the new figure whole).
   restored.Learn(At720p(Mode::kAnonymize), 22.0);
   EXPECT_NEAR(restored.Ratio(VideoCodec::kVp8, Mode::kAnonymize), 1.2 + 0.1 * (2.2 - 1.2), 1e-9);
+}
+
+// The plan step's share taken within the same seconds comes back too, so a restarted node plans
+// with it from its first session instead of with the two steps' own figures until it has
+// learned 10 such seconds again; a file without it (from before it was kept) still reads, and a
+// damaged entry is refused with a reason.
+TEST(CapacityMemory, TheSameSecondPlanShareComesBack) {
+  const std::map<VideoCodec, double> transcode = {{VideoCodec::kVp8, 10.0}};
+  const std::map<VideoCodec, double> encode = {{VideoCodec::kVp8, 6.0}};
+  CapacityModel taught(TwoCores(), transcode, encode);
+  for (int i = 0; i < 12; ++i) {
+    taught.Learn(At720p(Mode::kAnonymize), 12.0);
+    taught.LearnEncode(VideoCodec::kVp8, 0, 1280, 720, 6.0);  // step 0 calm ...
+    taught.LearnEncode(VideoCodec::kVp8, 2, 1280, 720, 5.4);  // ... step 2 loaded: 0.9 apart
+    taught.LearnPairedEncodeRatio(VideoCodec::kVp8, 2, 0.7);  // 0.7 side by side
+  }
+  taught.LearnPairedEncodeRatio(VideoCodec::kVp8, 2, 0.95, EncodePicture::kMosaic);
+  ASSERT_NEAR(taught.SessionsPlanEncodeRatio(VideoCodec::kVp8), 0.7, 1e-9);
+  const std::string text = CapacityStateJson(taught.Memory(), Key(), "2026-12-06T13:00:00Z");
+  auto read = ParseCapacityState(text, Key());
+  ASSERT_TRUE(read.ok()) << read.error() << "\n" << text;
+  CapacityModel restored(TwoCores(), transcode, encode);
+  restored.Restore(*read);
+  EXPECT_EQ(restored.PairedEncodeRatioSamples(VideoCodec::kVp8, 2), 12);
+  EXPECT_NEAR(restored.SessionsPlanEncodeRatio(VideoCodec::kVp8), 0.7, 1e-9) << "not the steps' own 0.9";
+  EXPECT_NEAR(restored.PlannedMsPerFrame(At720p(Mode::kAnonymize)), taught.PlannedMsPerFrame(At720p(Mode::kAnonymize)),
+              1e-9);
+  EXPECT_EQ(restored.PairedEncodeRatioSamples(VideoCodec::kVp8, 2, EncodePicture::kMosaic), 1) << "kept apart";
+  EXPECT_EQ(restored.PairedEncodeRatioSamples(VideoCodec::kVp8, 1), 0);
+
+  // A file from before the share was kept: read, nothing paired.
+  nlohmann::json old_json = nlohmann::json::parse(text);
+  ASSERT_EQ(old_json.erase("paired_shares"), 1u);
+  const std::string old_text = old_json.dump(1);
+  auto old_file = ParseCapacityState(old_text, Key());
+  ASSERT_TRUE(old_file.ok()) << old_file.error() << "\n" << old_text;
+  EXPECT_TRUE(old_file->paired.empty());
+  EXPECT_EQ(old_file->encodes.size(), 2u);
+  // Damaged entries.
+  const auto refused = [&](const std::string& from, const std::string& to) {
+    std::string t = text;
+    const size_t at = t.find(from, t.find("\"paired_shares\""));
+    EXPECT_NE(at, std::string::npos) << from;
+    if (at != std::string::npos) t.replace(at, from.size(), to);
+    auto r = ParseCapacityState(t, Key());
+    return r.ok() ? std::string() : r.error();
+  };
+  EXPECT_NE(refused("\"ratio\": 0.7", "\"ratio\": -0.7").find("a paired share out of range"), std::string::npos);
+  EXPECT_NE(refused("\"ratio\": 0.7", "\"ratio\": 1e9").find("a paired share out of range"), std::string::npos);
+  EXPECT_NE(refused("\"step\": 2", "\"step\": 0").find("a paired share out of range"), std::string::npos);
+  EXPECT_NE(refused("\"step\": 2", "\"step\": 2.5").find("a paired share out of range"), std::string::npos);
+  EXPECT_NE(refused("\"picture\": \"camera\"", "\"picture\": \"sketch\"").find("unknown codec or picture"),
+            std::string::npos);
+  EXPECT_NE(refused("\"paired_shares\": [", "\"paired_shares\": 7, \"x\": [").find("paired_shares is not an array"),
+            std::string::npos);
 }
 
 // A restart whose startup timing reads another transcode (a slow second: 13 ms where the
