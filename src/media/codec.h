@@ -60,8 +60,9 @@ class VideoEncoder {
 
 // One step of the live VP8 encoder's speed: libvpx cpu-used, and its static threshold
 // (VP8E_SET_STATIC_THRESHOLD, libvpx's "encode breakout"): a macroblock whose inter prediction
-// is within this sum of squared luma differences of the picture given (and half of it in
-// chroma) is sent as the prediction, with no residual. 0: none.
+// is within this sum of squared luma differences of the picture given (or a floor that grows
+// with the quantizer, whichever is larger; half of it in chroma) is sent as the prediction,
+// with no residual. 0: off.
 struct Vp8Speed {
   int cpu_used = 8;
   int static_threshold = 0;
