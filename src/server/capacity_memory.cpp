@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <optional>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -28,6 +29,13 @@ std::string CpuModel() {
         return b == std::string::npos ? "" : line.substr(b);
       }
   return "unknown";
+}
+
+const char* PictureName(EncodePicture p) { return p == EncodePicture::kMosaic ? "mosaic" : "camera"; }
+std::optional<EncodePicture> ParsePicture(const std::string& s) {
+  if (s == "camera") return EncodePicture::kCamera;
+  if (s == "mosaic") return EncodePicture::kMosaic;
+  return std::nullopt;
 }
 
 std::string Dir(const std::string& path) {
@@ -58,13 +66,13 @@ std::string CapacityStateJson(const CapacityMemory& m, const CapacityKey& key, c
                           {"transcode_ms", c.transcode_ms}});
   for (const auto& e : m.encodes)
     j["encodes"].push_back({{"codec", Name(e.codec)},
-                            {"picture", e.picture == EncodePicture::kMosaic ? "mosaic" : "camera"},
+                            {"picture", PictureName(e.picture)},
                             {"step", e.step},
                             {"ms", e.ms},
                             {"samples", e.samples}});
   for (const auto& p : m.paired)
     j["paired_shares"].push_back({{"codec", Name(p.codec)},
-                                  {"picture", p.picture == EncodePicture::kMosaic ? "mosaic" : "camera"},
+                                  {"picture", PictureName(p.picture)},
                                   {"step", p.step},
                                   {"ratio", p.ratio},
                                   {"samples", p.samples}});
@@ -134,10 +142,9 @@ Result<CapacityMemory> ParseCapacityState(const std::string& text, const Capacit
     if (!vc) return bad("an encode entry of an unknown codec: " + e.dump());
     // The picture it encoded (a file before it was kept: camera, the only one learned then).
     std::string picture = "camera";
-    if (e.contains("picture") && (!str(e, "picture", &picture) || (picture != "camera" && picture != "mosaic")))
-      return bad("an encode entry of an unknown picture: " + e.dump());
-    m.encodes.push_back({*vc, picture == "mosaic" ? EncodePicture::kMosaic : EncodePicture::kCamera, int(step), ms,
-                         int(samples)});
+    auto pic = e.contains("picture") && !str(e, "picture", &picture) ? std::nullopt : ParsePicture(picture);
+    if (!pic) return bad("an encode entry of an unknown picture: " + e.dump());
+    m.encodes.push_back({*vc, *pic, int(step), ms, int(samples)});
   }
   // The plan step's share taken within the same seconds (absent in a file from before it was
   // kept: learned again).
@@ -151,10 +158,9 @@ Result<CapacityMemory> ParseCapacityState(const std::string& text, const Capacit
           !num(p, "ratio", 1e-3, 4, &ratio) || !num(p, "samples", 1, 1e9, &samples))
         return bad("a paired share out of range or incomplete: " + p.dump());
       auto vc = ParseVideoCodec(codec);
-      if (!vc || (picture != "camera" && picture != "mosaic"))
-        return bad("a paired share of an unknown codec or picture: " + p.dump());
-      m.paired.push_back({*vc, picture == "mosaic" ? EncodePicture::kMosaic : EncodePicture::kCamera, int(step), ratio,
-                          int(samples)});
+      auto pic = ParsePicture(picture);
+      if (!vc || !pic) return bad("a paired share of an unknown codec or picture: " + p.dump());
+      m.paired.push_back({*vc, *pic, int(step), ratio, int(samples)});
     }
   }
   return m;
