@@ -74,8 +74,9 @@ struct Vp8Speed {
 // adaptive speed, vp8_speed > 0). With static_steps (EncoderOptions::vp8_static_steps) up to 10,
 // then static threshold 1000 at 10, 1000 at 14 and 3000 at 14 (each cpu-used at least
 // |vp8_speed|): on the load clip they cost what cpu-used 12-16 did with up to 2.2 dB more, on
-// leakcheck's photos 20-35% less with the last one 4.8 dB above cpu-used 16, and on a webcam
-// clip 35-40% less for 2-4 dB more given up (docs/figures.md "Static threshold steps").
+// leakcheck's photos 18-34% less (0.4-0.6 dB more given up at steps 2-3, the last one 4.8 dB
+// above cpu-used 16), and on a webcam clip 34-40% less for 1.8-3.9 dB more given up
+// (docs/figures.md "Static threshold steps").
 // Without: cpu-used up to 16. x264: presets from the configured one down to
 // ultrafast.
 std::vector<Vp8Speed> Vp8SpeedLadder(int vp8_speed, bool static_steps = true);
