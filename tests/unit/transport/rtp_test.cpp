@@ -220,11 +220,22 @@ TEST(Rtp, PublisherRestartWithANewSsrcIsFollowedAndStrayPacketsAreDropped) {
     auto tx = RtpSender::Start({});
     ASSERT_TRUE(tx.ok());
     ASSERT_TRUE((*tx)->AddViewer("127.0.0.1", (*rx)->port()).ok());
+    size_t before = 0;  // frames delivered before this publisher
+    {
+      std::lock_guard lk(got.mu);
+      before = got.frames.size();
+    }
     for (size_t i = 0; i < frames.size(); ++i) {
       ASSERT_TRUE((*tx)->Send(frames[i], uint32_t(run * 900000 + i * 3000)).ok());
-      // A stray RTP packet of another SSRC in between: dropped before the jitter buffer.
-      uint8_t stray[200] = {0x80, 96, uint8_t(i), 0, 1, 2, 3, 4, 0xde, 0xad, uint8_t(i), 0xef};
-      sendto(fd, stray, sizeof stray, 0, reinterpret_cast<sockaddr*>(&to), sizeof to);
+      // A stray RTP packet of another SSRC in between, once this publisher's stream is
+      // established (a frame of it came through): dropped before the jitter buffer. Not
+      // before: the sender's pipeline sends its first packets asynchronously, and a stray that
+      // reaches a receiver whose stream went silent first takes the latch by design (an
+      // unestablished stream holds nothing); under ASan it once did, in CI.
+      if (i >= 1 && got.WaitFor(before + 1, 2000)) {
+        uint8_t stray[200] = {0x80, 96, uint8_t(i), 0, 1, 2, 3, 4, 0xde, 0xad, uint8_t(i), 0xef};
+        sendto(fd, stray, sizeof stray, 0, reinterpret_cast<sockaddr*>(&to), sizeof to);
+      }
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(400));  // the first publisher is gone
