@@ -76,9 +76,8 @@ struct Vp8Speed {
 // |vp8_speed|): on the load clip they cost what cpu-used 12-16 did with up to 2.2 dB more, on
 // leakcheck's photos 18-34% less (0.4-0.6 dB more given up at steps 2-3, the last one 4.8 dB
 // above cpu-used 16), and on a webcam clip 34-40% less for 1.8-3.9 dB more given up
-// (docs/figures.md "Static threshold steps").
-// Without: cpu-used up to 16. x264: presets from the configured one down to
-// ultrafast.
+// (docs/figures.md "Static threshold steps"). Without: cpu-used up to 16. x264: presets from
+// the configured one down to ultrafast.
 std::vector<Vp8Speed> Vp8SpeedLadder(int vp8_speed, bool static_steps = true);
 std::vector<std::string> X264PresetLadder(const std::string& preset);
 
