@@ -151,6 +151,7 @@ struct LiveSessionStats {
   std::string encoder_speed;
   bool overloaded = false, falling_behind = false;
   uint64_t shed_steps_up = 0, shed_steps_down = 0;
+  int shed_start_level = 0;  // the level it was started at from the node's load (StartAtLevel; 0: none)
   PrivacyCounters privacy;
   RtpReceiverStats rtp;
   UdpRelayStats audio;
@@ -213,6 +214,17 @@ class LiveSession {
   }
   // Its encoder's last speed step (0 before it has an encoder).
   int encoder_steps() const { return enc_max_step_.load(); }
+  // The speed step its encoder runs at now (0 before it has an encoder).
+  int encoder_step() const { return enc_step_.load(); }
+  // Load shedding has judged none of its windows yet (its first frames, or server.shed_warmup_s).
+  bool shed_warming_up() const { return shed_warming_.load(); }
+  // Start at this shed level (the node's load, SessionManager::StartLevel): any thread; the
+  // worker takes it at its next frame while the session is still warming up, never lowering the
+  // level (SpeedControl::StartAt).
+  void StartAtLevel(int level) {
+    for (int cur = start_hint_.load(); level > cur && !start_hint_.compare_exchange_weak(cur, level);) {
+    }
+  }
   // What the capacity model needs once a second, without building stats().
   uint64_t frames_in() const { return frames_in_.load(); }
   int width() const { return out_w_.load(); }
@@ -350,6 +362,8 @@ class LiveSession {
   std::atomic<double> inject_cpu_ms_{0};
   std::atomic<double> last_shed_ms_{-1};      // the worker's last Shed(): an idle worker's verdict expires
   std::atomic<uint64_t> shed_ups_{0}, shed_downs_{0};
+  std::atomic<bool> shed_warming_{true};
+  std::atomic<int> start_hint_{0}, start_level_{0};  // StartAtLevel's; the level the worker took
   mutable Mutex speed_name_mu_;
   std::string speed_name_ GUARDED_BY(speed_name_mu_);
   bool speed_name_empty_ = true;              // worker thread

@@ -48,6 +48,7 @@ LiveSessionStats LiveSession::stats() const {
   s.falling_behind = s.overloaded && falling_behind_;
   s.shed_steps_up = shed_ups_;
   s.shed_steps_down = shed_downs_;
+  s.shed_start_level = start_level_;
   {
     MutexLock lk(speed_name_mu_);
     s.encoder_speed = speed_name_;

@@ -158,6 +158,26 @@ double SessionManager::LoadMsPerS() const {
   return load;
 }
 
+int SessionManager::StartLevel() const {
+  if (!deps_.server.shed || !deps_.server.shed_start_by_load) return 0;
+  const int plan = capacity_->options().plan_speed_step;
+  if (plan <= 0) return 0;
+  const double fps = capacity_->options().fps;
+  double settled = 0, starting = 0;
+  bool saves = false;  // a starting session whose plan step costs less than its configured speed
+  for (const auto& [id, e] : sessions_) {
+    const double rate = std::max(e.load.fps, fps);
+    const double full = capacity_->CostMsPerFrame(e.load) * rate, planned = capacity_->PlannedMsPerFrame(e.load) * rate;
+    if (!e.session || e.session->shed_warming_up()) {  // a reserved one is starting too
+      starting += full;
+      saves = saves || planned < full;
+    } else {
+      settled += e.session->encoder_step() >= plan ? planned : full;
+    }
+  }
+  return saves && settled + starting > capacity_->BudgetMsPerS() + 1e-6 ? plan : 0;
+}
+
 std::string SessionManager::AdmitReason(const SessionLoad& want) const {
   if (drain_) return "this node is draining and takes no new sessions";
   if (std::string why = OverloadReason(); !why.empty()) return why;

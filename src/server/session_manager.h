@@ -225,6 +225,11 @@ class SessionManager {
   // Empty when a session like `want` may start now, else why not (with the numbers).
   std::string AdmitReason(const SessionLoad& want) const REQUIRES(mu_);
   double LoadMsPerS() const REQUIRES(mu_);
+  // server.shed_start_by_load: the shed level the sessions still in their warm-up (a reserved
+  // one among them) start at, from the node's predicted load (docs/capacity.md, "Starting at the
+  // node's load"): 0 while they fit the budget at the configured encoder speed beside the
+  // settled sessions (each at the step it runs), else the plan step.
+  int StartLevel() const REQUIRES(mu_);
   // Once a second: learns the sessions' CPU per frame; process_cpu_ms: the process's CPU over the
   // interval. Returns how many sessions it learned from.
   int LearnCosts(double process_cpu_ms, double wall_ms) REQUIRES(mu_);

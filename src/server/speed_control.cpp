@@ -21,6 +21,14 @@ SpeedControl::SpeedControl(const SpeedControlConfig& c, double budget_ms, int ma
 void SpeedControl::set_max_level(int m) {
   max_level_ = std::max(0, m);
   level_ = std::min(level_, max_level_);
+  if (!judged_) level_ = std::max(level_, std::min(start_, max_level_));  // the encoder opened: its start
+}
+
+bool SpeedControl::StartAt(int level) {
+  if (judged_ || !cfg_.enabled) return false;
+  start_ = std::max(start_, level);
+  level_ = std::max(level_, std::min(start_, max_level_));
+  return true;
 }
 
 void SpeedControl::OnFrame(double now_ms, double latency_ms) {
@@ -48,6 +56,7 @@ void SpeedControl::Judge(double now_ms) {
     window_start_ = now_ms;
     return;
   }
+  judged_ = true;
   const size_t n = lat_.size();
   const double total = double(n) + stale_;
   double p90 = 0;

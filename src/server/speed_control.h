@@ -46,6 +46,14 @@ class SpeedControl {
   int level() const { return level_; }
   int max_level() const { return max_level_; }
   void set_max_level(int m);  // a new encoder (another codec or size) can have other steps
+  // A level to start at, from the node's load (SessionManager::StartLevel): taken while the
+  // session is still in its warm-up (no window judged yet), never lowering the level, up to
+  // max_level (one set later by set_max_level is applied then); calm windows take it back like
+  // any other. Returns whether it was taken (false once a window was judged).
+  bool StartAt(int level);
+  int start_level() const { return start_; }
+  // No window judged yet (the session's first frames, or its warm-up).
+  bool warming_up() const { return !judged_; }
   // The last judged window overused at the last level: nothing left to shed in the session.
   bool overloaded() const { return overloaded_; }
   // The same, and its frames fell behind: more than stale_share of them dropped as stale, or its
@@ -65,6 +73,8 @@ class SpeedControl {
   const double budget_ms_;
   int max_level_;
   int level_ = 0;
+  int start_ = 0;        // StartAt's level (0: none)
+  bool judged_ = false;  // a window past the warm-up was judged
   bool overloaded_ = false;
   bool behind_ = false;
   double window_start_ = -1;

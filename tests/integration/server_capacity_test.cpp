@@ -312,6 +312,55 @@ TEST(Server, AdmissionByLatencyRefusesWhileASessionIsPastTheMark) {
   EXPECT_EQ(server.Stop(), 0);
 }
 
+// server.shed_start_by_load: a session whose start takes the node past its CPU budget with its
+// encoder at the configured speed starts at the plan step (server.admit_speed_step) from its
+// first frame, instead of running its warm-up at step 0 on an overloaded node; calm windows take
+// the level back. The budget here (1 core x server.cpu_share 0.05: 50 ms of CPU a second) is
+// below what any 720p30 session costs (the decode alone is several ms a frame, /readyz's
+// transcode), so the node's load calls for it whatever this machine's speed; with the key off
+// the same session starts as configured. The wide thresholds (as the shedding test below) let the
+// calm windows come on a slow or busy machine.
+TEST(Server, ASessionStartsAtThePlanStepWhenTheNodesLoadCallsForIt) {
+  ASSERT_GT(Source().frames, 100);
+  for (const bool by_load : {true, false}) {
+    SCOPED_TRACE(by_load ? "shed_start_by_load on" : "shed_start_by_load off");
+    ServerProcess server({"--cores", "1", "--cpu-share", "0.05", "--max-sessions", "2", "--set",
+                          std::string("server.shed_start_by_load=") + (by_load ? "true" : "false"), "--set",
+                          "server.shed_calm_s=1", "--set", "server.shed_high=1.5", "--set", "server.shed_low=1"});
+    ASSERT_TRUE(server.ok()) << server.log();
+    const json cap = server.Call("GET", "/readyz").body["capacity"];
+    ASSERT_EQ(cap["admit_speed_step"], 2);
+    ASSERT_LT(cap["cpu_budget_ms_per_s"].get<double>(), 30 * cap["transcode_ms"].get<double>()) << cap.dump();
+    auto log = std::make_shared<SentLog>();
+    const json s = CreateSession(server, {{"id", "a"}});
+    Watch w("vp8", log);
+    AddViewer(server, "a", w.port());
+    Feed feed(s, log);
+    SleepMs(1500);  // frames flow; the 3-s warm-up (server.shed_warmup_s) judges none of them yet
+    Reply st = server.Call("GET", "/v1/sessions/a/stats");
+    ASSERT_EQ(st.status, 200) << st.text;
+    const json sh = st.body["shedding"];
+    EXPECT_GT(st.body["frames_sent"].get<int>(), 10) << st.text;
+    EXPECT_EQ(sh["start_level"], by_load ? 2 : 0) << sh.dump();
+    EXPECT_EQ(sh["level"], by_load ? 2 : 0) << sh.dump();
+    EXPECT_EQ(sh["encoder_speed_step"], by_load ? 2 : 0) << sh.dump();
+    EXPECT_EQ(sh["encoder_speed"], by_load ? "cpu-used -10 static 1000" : "cpu-used -8") << sh.dump();
+    EXPECT_EQ(sh["steps_up"], 0) << "a start is not overuse: " << sh.dump();
+    const std::string events = server.Call("GET", "/v1/events").text;
+    EXPECT_EQ(events.find("start_level=2") != std::string::npos, by_load) << events;
+    if (by_load) {  // calm windows after the warm-up take the levels back, one per second
+      int level = 2;
+      for (int i = 0; i < 60 && level > 0; ++i) {
+        SleepMs(250);
+        level = server.Call("GET", "/v1/sessions/a/stats").body["shedding"]["level"].get<int>();
+      }
+      EXPECT_EQ(level, 0) << server.Call("GET", "/v1/sessions/a/stats").text;
+    }
+    feed.Stop();
+    EXPECT_EQ(server.Stop(), 0);
+  }
+}
+
 // Load shedding on a node (issue 12), in its documented order: a CPU hog injected into one
 // session's worker makes it shed its encoder speed steps, then a frame of detection cadence;
 // still late at its last level, the node refuses new viewers and sessions (503, Retry-After,

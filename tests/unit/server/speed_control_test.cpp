@@ -148,6 +148,47 @@ TEST(SpeedControl, TheFirstSecondsAreNotJudged) {
   EXPECT_EQ(d.warmup_windows(), 0u);
 }
 
+// A start from the node's load (SessionManager::StartLevel): taken while no window has been
+// judged, even before the encoder exists (max level 0 then: it applies when the encoder's steps
+// are known), never lowering a level, up to the last; refused once a window was judged; and
+// given back by calm windows like a level taken for overuse.
+TEST(SpeedControl, AStartLevelHoldsFromTheFirstFrameAndCalmTakesItBack) {
+  SpeedControlConfig cfg;  // the default 3-s warm-up
+  SpeedControl c(cfg, kBudget, 0);  // no encoder yet
+  EXPECT_TRUE(c.warming_up());
+  EXPECT_TRUE(c.StartAt(2));
+  EXPECT_EQ(c.level(), 0);  // nothing to shed yet
+  c.set_max_level(6);       // the encoder opened
+  EXPECT_EQ(c.level(), 2);
+  EXPECT_TRUE(c.StartAt(1));  // a lower start lowers nothing
+  EXPECT_EQ(c.level(), 2);
+  EXPECT_EQ(c.start_level(), 2);
+  EXPECT_TRUE(c.StartAt(9));  // past the last level: the last
+  EXPECT_EQ(c.level(), 6);
+  SpeedControl d(cfg, kBudget, 4);
+  ASSERT_TRUE(d.StartAt(2));
+  double t = 0;
+  for (int i = 0; i < 2; ++i) t = Second(d, t, 60, 10);  // the warm-up: late, not judged
+  EXPECT_EQ(d.level(), 2);
+  EXPECT_TRUE(d.warming_up());
+  t = Second(d, t, 8);  // the first judged window (ends at 3.0 s): calm
+  EXPECT_FALSE(d.warming_up());
+  EXPECT_FALSE(d.StartAt(4));  // too late for a start
+  EXPECT_EQ(d.level(), 2);
+  for (int i = 0; i < 5; ++i) t = Second(d, t, 8);  // 5 s calm (shed_calm_s): one level back
+  EXPECT_EQ(d.level(), 1);
+  EXPECT_EQ(d.steps_up(), 0u);  // a start is not counted as overuse
+  EXPECT_EQ(d.steps_down(), 1u);
+  for (int i = 0; i < 5; ++i) t = Second(d, t, 8);
+  EXPECT_EQ(d.level(), 0);
+  // With shedding off, no start is taken.
+  SpeedControlConfig off;
+  off.enabled = false;
+  SpeedControl e(off, kBudget, 4);
+  EXPECT_FALSE(e.StartAt(2));
+  EXPECT_EQ(e.Level(0), 0);
+}
+
 TEST(SpeedControl, DisabledStaysAtTheConfiguredLevel) {
   SpeedControlConfig cfg;
   cfg.enabled = false;

@@ -1,0 +1,39 @@
+#!/usr/bin/env python3
+"""Second by second, what a veil node's /metrics say: its CPU, the frames its sessions processed,
+how many of them took longer than the 33.3-ms frame interval (processing: a frame's first packet in to its last out),
+waited over 10 ms for an executor thread (queue_wait), or got a detection later than 25 ms.
+
+    scripts/metrics-seconds.py http://127.0.0.1:PORT   (until interrupted; scripts/start-seconds.sh)
+"""
+import sys, time, urllib.request, re, collections
+url = sys.argv[1]
+def scrape():
+    t = urllib.request.urlopen(url + "/metrics").read().decode()
+    agg = collections.defaultdict(float)
+    for line in t.splitlines():
+        if line.startswith('#'): continue
+        m = re.match(r'(veil_session_processing_seconds_bucket|veil_session_stage_seconds_bucket|veil_session_stage_seconds_count|veil_session_processing_seconds_count|veil_process_cpu_seconds_total)\{?([^}]*)\}? (\S+)', line)
+        if not m: continue
+        name, labels, v = m.groups()
+        stage = re.search(r'stage="([^"]+)"', labels)
+        le = re.search(r'le="([^"]+)"', labels)
+        key = (name, stage.group(1) if stage else '', le.group(1) if le else '')
+        agg[key] += float(v)
+    return agg
+prev = scrape(); t0 = time.time()
+while True:
+    time.sleep(1)
+    cur = scrape()
+    d = {k: cur[k] - prev.get(k, 0) for k in cur}
+    def frac_over(name, stage, thr):
+        tot = d.get((name.replace('_bucket','_count'), stage, ''), 0)
+        under = None
+        for (n, s, le), v in d.items():
+            if n == name and s == stage and le not in ('', '+Inf') and abs(float(le) - thr) < 1e-9: under = v
+        return tot, (tot - under) if under is not None else -1
+    cpu = d.get(('veil_process_cpu_seconds_total', '', ''), 0)
+    p = frac_over('veil_session_processing_seconds_bucket', '', 0.0333)
+    q = frac_over('veil_session_stage_seconds_bucket', 'queue_wait', 0.01)
+    de = frac_over('veil_session_stage_seconds_bucket', 'detect', 0.025)
+    print(f"{time.time()-t0:5.1f}s cpu {cpu*100:4.0f}% frames {p[0]:4.0f} proc>33ms {p[1]:3.0f} qwait>10ms {q[1]:3.0f} detect n {de[0]:3.0f} >25ms {de[1]:3.0f}", flush=True)
+    prev = cur
