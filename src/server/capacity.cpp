@@ -287,6 +287,29 @@ double CapacityModel::PlannedMsPerFrameLocked(VideoCodec codec, Mode mode) const
   return std::max(0.2 * full, full - PlanSavingMsLocked(codec, mode));
 }
 
+double CapacityModel::MsPerFrameAtStep(const SessionLoad& s, int step) const {
+  if (step <= 0) return CostMsPerFrame(s);
+  if (step >= o_.plan_speed_step) return PlannedMsPerFrame(s);
+  if (s.mode == Mode::kBypass && o_.bypass_forward) return CostMsPerFrame(s);  // no encoder
+  MutexLock lk(mu_);
+  const EncodePicture picture = PictureOf(s.mode);
+  const auto it = encode_.find({s.codec, picture, step});
+  if (it == encode_.end() || it->second.samples < kMinPlanSamples) return -1;
+  const double full = RatioLocked(s.codec, s.mode) * TranscodeMsLocked(s.codec);
+  const double saved = std::max(0.0, EncodeMsLocked(s.codec, 0, picture) - it->second.value);
+  return std::max(PlannedMsPerFrameLocked(s.codec, s.mode), full - saved) * PixelsScale(s.width, s.height);
+}
+
+int LowestStepThatFits(double settled_ms_per_s, const std::vector<double>& starting_ms_per_s_by_step,
+                       double budget_ms_per_s) {
+  const int last = int(starting_ms_per_s_by_step.size()) - 1;
+  for (int k = 0; k < last; ++k) {
+    const double starting = starting_ms_per_s_by_step[size_t(k)];
+    if (starting >= 0 && settled_ms_per_s + starting <= budget_ms_per_s + 1e-6) return k;
+  }
+  return std::max(0, last);
+}
+
 double CapacityModel::CostMsPerS(const SessionLoad& s) const {
   return PlannedMsPerFrame(s) * std::max(s.fps, o_.fps);
 }

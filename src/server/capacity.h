@@ -117,6 +117,13 @@ struct CapacityMemory {
   std::vector<PairedShare> paired;
 };
 
+// The speed step sessions starting together begin at (server.shed_start_by_load,
+// SessionManager::StartLevel): the lowest k whose starting_ms_per_s_by_step[k] (what they take at
+// step k; < 0: not known) fits the budget beside the settled sessions' load; the last entry (the
+// plan step) when none before it does, whether or not it fits.
+int LowestStepThatFits(double settled_ms_per_s, const std::vector<double>& starting_ms_per_s_by_step,
+                       double budget_ms_per_s);
+
 class CapacityModel {
  public:
   // transcode_ms: codec -> measured standalone ms per 720p frame; encode_ms: the encode's part
@@ -137,6 +144,10 @@ class CapacityModel {
   double CostMsPerFrame(const SessionLoad& s) const;
   // The same with its encoder at the plan step (step 0's cost until that step was measured).
   double PlannedMsPerFrame(const SessionLoad& s) const;
+  // The same with its encoder at `step`: step 0's cost; the plan step's (PlannedMsPerFrame); a
+  // step between them once its encodes were learned from kMinPlanSamples seconds, step 0's cost
+  // less what its encode saved on step 0's (never below the plan step's); -1: not known yet.
+  double MsPerFrameAtStep(const SessionLoad& s, int step) const;
   // What it learned, and the same put back (a restarted node: learned figures replace the
   // priors at once, and learning goes on from their sample counts). A cost whose transcode is
   // known comes back as the same CPU per frame: its ratio times that transcode over this

@@ -163,19 +163,23 @@ int SessionManager::StartLevel() const {
   const int plan = capacity_->options().plan_speed_step;
   if (plan <= 0) return 0;
   const double fps = capacity_->options().fps;
-  double settled = 0, starting = 0;
+  double settled = 0;
+  std::vector<double> starting(size_t(plan) + 1, 0.0);  // by step; < 0: a step not known for one of them
   bool saves = false;  // a starting session whose plan step costs less than its configured speed
   for (const auto& [id, e] : sessions_) {
     const double rate = std::max(e.load.fps, fps);
-    const double full = capacity_->CostMsPerFrame(e.load) * rate, planned = capacity_->PlannedMsPerFrame(e.load) * rate;
     if (!e.session || e.session->shed_warming_up()) {  // a reserved one is starting too
-      starting += full;
-      saves = saves || planned < full;
+      for (int k = 0; k <= plan; ++k) {
+        const double ms = capacity_->MsPerFrameAtStep(e.load, k);
+        starting[size_t(k)] = starting[size_t(k)] < 0 || ms < 0 ? -1 : starting[size_t(k)] + ms * rate;
+      }
+      saves = saves || capacity_->PlannedMsPerFrame(e.load) < capacity_->CostMsPerFrame(e.load);
     } else {
-      settled += e.session->encoder_step() >= plan ? planned : full;
+      const double at = capacity_->MsPerFrameAtStep(e.load, std::min(e.session->encoder_step(), plan));
+      settled += (at >= 0 ? at : capacity_->CostMsPerFrame(e.load)) * rate;  // a step not known: step 0's
     }
   }
-  return saves && settled + starting > capacity_->BudgetMsPerS() + 1e-6 ? plan : 0;
+  return saves ? LowestStepThatFits(settled, starting, capacity_->BudgetMsPerS()) : 0;
 }
 
 std::string SessionManager::AdmitReason(const SessionLoad& want) const {

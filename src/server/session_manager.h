@@ -227,8 +227,9 @@ class SessionManager {
   double LoadMsPerS() const REQUIRES(mu_);
   // server.shed_start_by_load: the shed level the sessions still in their warm-up (a reserved
   // one among them) start at, from the node's predicted load (docs/capacity.md, "Starting at the
-  // node's load"): 0 while they fit the budget at the configured encoder speed beside the
-  // settled sessions (each at the step it runs), else the plan step.
+  // node's load"): the lowest encoder step up to the plan step at which they fit the budget
+  // beside the settled sessions (each at the step it runs), a step between counted once the
+  // model learned its encodes (CapacityModel::MsPerFrameAtStep); the plan step when none fits.
   int StartLevel() const REQUIRES(mu_);
   // Once a second: learns the sessions' CPU per frame; process_cpu_ms: the process's CPU over the
   // interval. Returns how many sessions it learned from.

@@ -320,6 +320,39 @@ TEST(Capacity, PlansTheEncoderAtTheAdmitStepOnceThatStepWasMeasured) {
   EXPECT_NEAR(odd.PlannedMsPerFrame(Session(Mode::kAnonymize)), 1.0, 1e-9);
 }
 
+// server.shed_start_by_load: what a session costs at each step up to the plan step, and the
+// lowest step at which the sessions starting together fit beside the settled ones.
+TEST(Capacity, SessionsStartingTogetherBeginAtTheLowestStepThatFits) {
+  CapacityOptions o = TwoCores();  // 1000 ms/s
+  o.plan_speed_step = 2;
+  // A 10-ms transcode, its encode 7 ms; the prior 1.4 x 10 = 14 ms a frame; the plan step's prior
+  // share 0.5: 3.5 ms of the encode planned off, 10.5 ms.
+  CapacityModel m(o, {{VideoCodec::kVp8, 10.0}}, {{VideoCodec::kVp8, 7.0}}, {}, {{VideoCodec::kVp8, 0.5}});
+  const SessionLoad a = Session(Mode::kAnonymize);
+  EXPECT_NEAR(m.MsPerFrameAtStep(a, 0), 14, 1e-9);
+  EXPECT_NEAR(m.MsPerFrameAtStep(a, 2), 10.5, 1e-9);
+  EXPECT_NEAR(m.MsPerFrameAtStep(a, 5), 10.5, 1e-9);  // past the plan step: the plan step's
+  EXPECT_EQ(m.MsPerFrameAtStep(a, 1), -1);            // not measured
+  for (int i = 0; i < CapacityModel::kMinPlanSamples - 1; ++i) m.LearnEncode(VideoCodec::kVp8, 1, 1280, 720, 5.0);
+  EXPECT_EQ(m.MsPerFrameAtStep(a, 1), -1) << "9 seconds are too few";
+  m.LearnEncode(VideoCodec::kVp8, 1, 1280, 720, 5.0);
+  EXPECT_NEAR(m.MsPerFrameAtStep(a, 1), 12, 1e-9);  // 2 ms of the encode saved
+  EXPECT_NEAR(m.MsPerFrameAtStep(Session(Mode::kAnonymize, 640, 360), 1), 3, 1e-9);  // a quarter of the pixels
+  EXPECT_NEAR(m.MsPerFrameAtStep(Session(Mode::kBypass), 1), 3, 1e-9);  // forwarding: no encoder, 0.3 x 10
+  // A step that saved less than nothing counts as step 0's; none below the plan step's.
+  for (int i = 0; i < CapacityModel::kMinPlanSamples; ++i) m.LearnEncode(VideoCodec::kVp8, 1, 1280, 720, 30.0);
+  EXPECT_NEAR(m.MsPerFrameAtStep(a, 1), 14, 1e-9);
+  // Two sessions starting, at 30 fps: 840, 720 and 630 ms/s at steps 0, 1, 2.
+  const std::vector<double> two = {840, 720, 630};
+  EXPECT_EQ(LowestStepThatFits(100, two, 1000), 0);
+  EXPECT_EQ(LowestStepThatFits(160, two, 1000), 0);   // 1000: just fits
+  EXPECT_EQ(LowestStepThatFits(250, two, 1000), 1);
+  EXPECT_EQ(LowestStepThatFits(300, two, 1000), 2);
+  EXPECT_EQ(LowestStepThatFits(800, two, 1000), 2);   // nothing fits: the plan step, not more
+  EXPECT_EQ(LowestStepThatFits(250, {840, -1, 630}, 1000), 2);  // step 1 not known: skipped
+  EXPECT_EQ(LowestStepThatFits(0, {840}, 500), 0);    // the plan step is 0
+}
+
 // With the startup's pair of standalone encodes (step 0 and the plan step on the same pictures),
 // the plan saves that pair's share of step 0's encode cost from the start, and while the
 // sessions' own figures at the plan step are few or save less.
