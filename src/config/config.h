@@ -72,8 +72,8 @@ struct ServerSettings {
   // A session's first seconds are not judged for shedding (its own start-up is late by itself).
   double shed_warmup_s = 3;
   // A session whose start takes the node's predicted load past its budget at the configured
-  // encoder speed starts at the plan step (admit_speed_step), as do the sessions still in their
-  // warm-up beside it (SessionManager::StartLevel).
+  // encoder speed starts at the lowest step that fits, up to the plan step (admit_speed_step),
+  // as do the sessions still in their warm-up beside it (SessionManager::StartLevel).
   bool shed_start_by_load = true;
   // A window overuses when its p90 frame latency passes shed_high x the frame interval (or too
   // many frames went stale); it is calm under shed_low x the interval with nothing stale.
