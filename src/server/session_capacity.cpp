@@ -165,7 +165,6 @@ int SessionManager::StartLevel() const {
   const double fps = capacity_->options().fps;
   double settled = 0;
   std::vector<double> starting(size_t(plan) + 1, 0.0);  // by step; < 0: a step not known for one of them
-  bool saves = false;  // a starting session whose plan step costs less than its configured speed
   for (const auto& [id, e] : sessions_) {
     const double rate = std::max(e.load.fps, fps);
     if (!e.session || e.session->shed_warming_up()) {  // a reserved one is starting too
@@ -173,13 +172,15 @@ int SessionManager::StartLevel() const {
         const double ms = capacity_->MsPerFrameAtStep(e.load, k);
         starting[size_t(k)] = starting[size_t(k)] < 0 || ms < 0 ? -1 : starting[size_t(k)] + ms * rate;
       }
-      saves = saves || capacity_->PlannedMsPerFrame(e.load) < capacity_->CostMsPerFrame(e.load);
     } else {
       const double at = capacity_->MsPerFrameAtStep(e.load, std::min(e.session->encoder_step(), plan));
       settled += (at >= 0 ? at : capacity_->CostMsPerFrame(e.load)) * rate;  // a step not known: step 0's
     }
   }
-  return saves ? LowestStepThatFits(settled, starting, capacity_->BudgetMsPerS()) : 0;
+  // Nothing to gain where the plan step costs what step 0 does (forwarding, a mosaic VP8 encodes
+  // as dearly at every step).
+  if (!(starting.back() < starting.front())) return 0;
+  return LowestStepThatFits(settled, starting, capacity_->BudgetMsPerS());
 }
 
 std::string SessionManager::AdmitReason(const SessionLoad& want) const {
