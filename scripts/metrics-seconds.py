@@ -20,20 +20,21 @@ def scrape():
         key = (name, stage.group(1) if stage else '', le.group(1) if le else '')
         agg[key] += float(v)
     return agg
+def over(d, name, stage, le_s):
+    """Of the interval's observations of a histogram (d: the counters' increase), how many there
+    were and how many were above the bucket bound le_s (-1: no such bucket)."""
+    total = d.get((name + '_count', stage, ''), 0)
+    under = next((v for (n, s, le), v in d.items()
+                  if n == name + '_bucket' and s == stage and le not in ('', '+Inf') and abs(float(le) - le_s) < 1e-9), None)
+    return total, (total - under) if under is not None else -1
 prev = scrape(); t0 = time.time()
 while True:
     time.sleep(1)
     cur = scrape()
     d = {k: cur[k] - prev.get(k, 0) for k in cur}
-    def frac_over(name, stage, thr):
-        tot = d.get((name.replace('_bucket','_count'), stage, ''), 0)
-        under = None
-        for (n, s, le), v in d.items():
-            if n == name and s == stage and le not in ('', '+Inf') and abs(float(le) - thr) < 1e-9: under = v
-        return tot, (tot - under) if under is not None else -1
     cpu = d.get(('veil_process_cpu_seconds_total', '', ''), 0)
-    p = frac_over('veil_session_processing_seconds_bucket', '', 0.0333)
-    q = frac_over('veil_session_stage_seconds_bucket', 'queue_wait', 0.01)
-    de = frac_over('veil_session_stage_seconds_bucket', 'detect', 0.025)
+    p = over(d, 'veil_session_processing_seconds', '', 0.0333)
+    q = over(d, 'veil_session_stage_seconds', 'queue_wait', 0.01)
+    de = over(d, 'veil_session_stage_seconds', 'detect', 0.025)
     print(f"{time.time()-t0:5.1f}s cpu {cpu*100:4.0f}% frames {p[0]:4.0f} proc>33ms {p[1]:3.0f} qwait>10ms {q[1]:3.0f} detect n {de[0]:3.0f} >25ms {de[1]:3.0f}", flush=True)
     prev = cur
