@@ -71,6 +71,8 @@ Status Validate(const ServerSettings& v) {
     if (!st) return st;
   if (!(v.shed_low > 0 && v.shed_low < v.shed_high && v.shed_high <= 5))
     return Status::Error("server.shed_low and server.shed_high need 0 < shed_low < shed_high <= 5");
+  if (!(v.shed_low_with_room > 0 && v.shed_low_with_room < v.shed_high))
+    return Status::Error("server.shed_low_with_room needs 0 < shed_low_with_room < shed_high");
   if (v.history_s * 1000 / v.history_interval_ms > 100000 || v.history_s * 1000 < v.history_interval_ms)
     return Status::Error("server.history_s / server.history_interval_ms must keep 1..100000 points per session");
   if (!v.cluster_redis.empty() && v.cluster_redis.rfind("redis://", 0) != 0)

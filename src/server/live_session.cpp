@@ -294,6 +294,7 @@ void LiveSession::Shed(double now_ms) {
   // Frames the receiving thread evicted from the queue were lost to the worker's lateness too.
   for (const uint64_t e = evicted_.load(); seen_evicted_ < e; ++seen_evicted_) speed_.OnStale(now_ms);
   if (const int hint = start_hint_.load(); hint > speed_.start_level() && speed_.StartAt(hint)) start_level_ = hint;
+  speed_.set_node_room(node_room_.load());
   const int level = speed_.Level(now_ms);
   shed_warming_ = speed_.warming_up();
   // Encoder speed first, then the detection window trimmed to the detector's grid, then

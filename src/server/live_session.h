@@ -225,6 +225,10 @@ class LiveSession {
     for (int cur = start_hint_.load(); level > cur && !start_hint_.compare_exchange_weak(cur, level);) {
     }
   }
+  // Whether the node had room in its last second (its CPU under its budget; SessionManager's
+  // housekeeping): any thread; the worker's load shedding reads it when it judges a window
+  // (SpeedControl::set_node_room).
+  void SetNodeRoom(bool room) { node_room_.store(room); }
   // What the capacity model needs once a second, without building stats().
   uint64_t frames_in() const { return frames_in_.load(); }
   int width() const { return out_w_.load(); }
@@ -363,6 +367,7 @@ class LiveSession {
   std::atomic<double> last_shed_ms_{-1};      // the worker's last Shed(): an idle worker's verdict expires
   std::atomic<uint64_t> shed_ups_{0}, shed_downs_{0};
   std::atomic<bool> shed_warming_{true};
+  std::atomic<bool> node_room_{false};  // SetNodeRoom's
   std::atomic<int> start_hint_{0}, start_level_{0};  // StartAtLevel's; the level the worker took
   mutable Mutex speed_name_mu_;
   std::string speed_name_ GUARDED_BY(speed_name_mu_);

@@ -142,6 +142,7 @@ Status SessionManager::Create(const CreateSpec& spec, const std::string& caller,
   c.speed.warmup_ms = deps_.server.shed_warmup_s * 1000;
   c.speed.high = deps_.server.shed_high;
   c.speed.low = deps_.server.shed_low;
+  c.speed.low_with_room = deps_.server.shed_low_with_room;
   c.speed.calm_max_ms = std::max(c.speed.calm_max_ms, 8 * c.speed.calm_ms);
   c.audio = spec.audio;
   c.ingest = spec.ingest;

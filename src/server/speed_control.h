@@ -24,6 +24,11 @@ struct SpeedControlConfig {
   double high = 0.7;          // overuse: the window's p90 latency above high x budget, ...
   double stale_share = 0.05;  // ... or more than this share of its frames dropped as stale
   double low = 0.4;           // headroom: p90 under low x budget and nothing stale
+  // ... or, while the node has room (set_node_room: its CPU in the last second left room in
+  // its budget for one more session), p90 under low_with_room x budget. A lone 720p session's own work takes 0.4-0.5 of
+  // the frame interval on a 2-core VM, so under `low` alone a level it took for a passing load
+  // (another process, a slow spell) was never given back. low_with_room <= low: no such rule.
+  double low_with_room = 0.55;
   double calm_ms = 5000;      // headroom this long before one level back
   double calm_max_ms = 40000; // a level taken back that overused again within calm_max_ms doubles calm (up to this)
   // Windows that end within this long of the session's first frame are not judged: a session's
@@ -51,6 +56,9 @@ class SpeedControl {
   // max_level (one set later by set_max_level is applied then); calm windows take it back like
   // any other. Returns whether it was taken (false once a window was judged).
   bool StartAt(int level);
+  // Whether the node had room in its last second (SessionManager's housekeeping): windows are
+  // then calm under low_with_room, not only under low.
+  void set_node_room(bool room) { room_ = room; }
   int start_level() const { return start_; }
   // No window judged yet (the session's first frames, or its warm-up).
   bool warming_up() const { return !judged_; }
@@ -77,6 +85,7 @@ class SpeedControl {
   bool judged_ = false;  // a window past the warm-up was judged
   bool overloaded_ = false;
   bool behind_ = false;
+  bool room_ = false;
   double window_start_ = -1;
   double first_ms_ = -1;       // the first frame (or stale drop) seen
   std::vector<double> lat_;

@@ -361,6 +361,62 @@ TEST(Server, ASessionStartsAtThePlanStepWhenTheNodesLoadCallsForIt) {
   }
 }
 
+// server.shed_low_with_room: while the node's CPU is under its budget, a shed level comes back
+// at a higher p90 than server.shed_low (its CPU leaving room for one more session: 4 cores here,
+// so any machine has it with one session). A lone 720p session's own work takes 0.4-0.5 of the frame
+// interval on a small node, so a level it took under a passing load was never given back under
+// shed_low alone (measured: level 6 of 6 for the 20 s after a 12-s CPU hog). Here shed_low is
+// so low (0.3 ms) that no window is calm by it, and shed_low_with_room is the whole interval: the
+// levels come back only by the room rule, and only where the node has room: at a budget of 1
+// core x server.cpu_share 0.05 (50 ms of CPU a second, under any 720p30 session's decode) the
+// same session keeps its level. The hog (45 ms a frame) makes frames stale at every level on
+// any machine.
+TEST(Server, AShedLevelComesBackWhileTheNodeHasRoom) {
+  ASSERT_GT(Source().frames, 100);
+  for (const bool room : {true, false}) {
+    SCOPED_TRACE(room ? "the node has room" : "no room");
+    ServerProcess server({"--cores", room ? "4" : "1", "--cpu-share", room ? "0.75" : "0.05", "--max-sessions", "2",
+                          "--set", "inference.fault_injection=true", "--set", "server.shed_calm_s=1", "--set",
+                          "server.shed_high=1.5", "--set", "server.shed_low=0.01", "--set",
+                          "server.shed_low_with_room=1", "--set", "server.shed_warmup_s=1.2", "--set",
+                          "server.shed_start_by_load=false"});
+    ASSERT_TRUE(server.ok()) << server.log();
+    auto log = std::make_shared<SentLog>();
+    const json s = CreateSession(server, {{"id", "a"}});
+    Watch w("vp8", log);
+    AddViewer(server, "a", w.port());
+    Feed feed(s, log);
+    SleepMs(1500);
+    ASSERT_EQ(server.Call("PUT", "/v1/debug/sessions/a/cpu_hog", R"({"ms":45})").status, 200);
+    int level = 0;
+    for (const double hog = NowMs(); level < 2 && NowMs() - hog < 12000;) {
+      SleepMs(100);
+      level = server.Call("GET", "/v1/sessions/a/stats").body["shedding"]["level"].get<int>();
+    }
+    ASSERT_GE(level, 2) << "the hog did not shed two levels";
+    ASSERT_EQ(server.Call("PUT", "/v1/debug/sessions/a/cpu_hog", R"({"ms":0})").status, 200);
+    const int hogged = level;
+    const double healed = NowMs();
+    int lowest = level;
+    while (NowMs() - healed < (room ? 15000 : 8000) && lowest > 0) {
+      SleepMs(250);
+      level = server.Call("GET", "/v1/sessions/a/stats").body["shedding"]["level"].get<int>();
+      lowest = std::min(lowest, level);
+    }
+    const json sh = server.Call("GET", "/v1/sessions/a/stats").body["shedding"];
+    std::printf("%s: level %d under the hog, %d %.1f s after it\n", room ? "room" : "no room", hogged, lowest,
+                (NowMs() - healed) / 1000);
+    if (room) {
+      EXPECT_EQ(lowest, 0) << sh.dump();
+    } else {
+      EXPECT_GE(lowest, hogged) << "a level came back without room: " << sh.dump();
+      EXPECT_EQ(sh["steps_down"], 0) << sh.dump();
+    }
+    feed.Stop();
+    EXPECT_EQ(server.Stop(), 0);
+  }
+}
+
 // Load shedding on a node (issue 12), in its documented order: a CPU hog injected into one
 // session's worker makes it shed its encoder speed steps, then a frame of detection cadence;
 // still late at its last level, the node refuses new viewers and sessions (503, Retry-After,

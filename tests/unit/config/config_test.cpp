@@ -117,6 +117,12 @@ TEST(Config, AbsurdValuesAreRejectedWhenBuilt) {
   ASSERT_TRUE(gs.ok()) << gs.error();
   EXPECT_DOUBLE_EQ(gs->shed_high, 1.5);
   EXPECT_DOUBLE_EQ(gs->shed_low, 1.0);
+  EXPECT_DOUBLE_EQ(gs->shed_low_with_room, 0.55);  // its default, under the raised shed_low: that one rules
+  Config h;  // the calm threshold while the node has room sits under the overuse threshold too
+  ASSERT_TRUE(h.SetText("server.shed_low_with_room", "0.7", Source::kFlag).ok());
+  auto hs = h.BuildServer();
+  ASSERT_FALSE(hs.ok());
+  EXPECT_NE(hs.error().find("shed_low_with_room < shed_high"), std::string::npos) << hs.error();
 }
 
 TEST(Config, DumpIsValidTomlThatLoadsBackToTheSameValues) {

@@ -123,6 +123,49 @@ TEST(SpeedControl, ALevelGivenBackThatOverloadsAgainWaitsTwiceAsLong) {
   EXPECT_EQ(c.level(), 0);
 }
 
+// A lone 720p session's own work takes 0.4-0.5 of the frame interval on a small node: under
+// `low` alone a level it took for a passing load (another process, a slow spell) never came
+// back (measured: level 6 of 6 for the 20 s after a 12-s hog). While the node has room (its CPU
+// under its budget) a window is calm under low_with_room instead; without room, as before.
+TEST(SpeedControl, WhileTheNodeHasRoomALevelComesBackAtAHigherP90) {
+  SpeedControlConfig cfg = NoWarmup();
+  cfg.calm_ms = 5000;
+  cfg.low = 0.4;             // 13.2 ms of the 33-ms budget
+  cfg.low_with_room = 0.55;  // 18.15 ms
+  SpeedControl c(cfg, kBudget, 4);
+  double t = Second(c, 0, 30);
+  t = Second(c, t, 30);
+  ASSERT_EQ(c.level(), 2);
+  // 16.5 ms: calm only with room. Without it the level stays, however long.
+  for (int i = 0; i < 12; ++i) t = Second(c, t, 16.5);
+  EXPECT_EQ(c.level(), 2);
+  c.set_node_room(true);
+  for (int i = 0; i < 4; ++i) t = Second(c, t, 16.5);
+  EXPECT_EQ(c.level(), 2) << "a calm stretch is still calm_ms long";
+  t = Second(c, t, 16.5);
+  t = Second(c, t, 16.5);
+  EXPECT_EQ(c.level(), 1);
+  // With room, a p90 over low_with_room (19.8 ms) is not calm: the level stays.
+  for (int i = 0; i < 12; ++i) t = Second(c, t, 19.8);
+  EXPECT_EQ(c.level(), 1);
+  // The room gone in mid-stretch: the stretch ends with it.
+  for (int i = 0; i < 4; ++i) t = Second(c, t, 16.5);
+  c.set_node_room(false);
+  for (int i = 0; i < 4; ++i) t = Second(c, t, 16.5);
+  EXPECT_EQ(c.level(), 1);
+  // low_with_room at or under low: no such rule.
+  SpeedControlConfig off = cfg;
+  off.low_with_room = 0.3;
+  SpeedControl d(off, kBudget, 4);
+  d.set_node_room(true);
+  double u = Second(d, 0, 30);
+  ASSERT_EQ(d.level(), 1);
+  for (int i = 0; i < 12; ++i) u = Second(d, u, 16.5);
+  EXPECT_EQ(d.level(), 1);
+  for (int i = 0; i < 6; ++i) u = Second(d, u, 8);
+  EXPECT_EQ(d.level(), 0);
+}
+
 // A session's first frames are late by themselves (its first keyframe and detection, the jitter
 // buffer's first burst): the windows of its first warmup_ms are not judged, either way, and the
 // ones after are, from the first frame's time on, not the control's construction.
@@ -221,6 +264,13 @@ TEST(SpeedControl, RejectsAbsurdSettings) {
   c = {};
   c.warmup_ms = -1;
   EXPECT_FALSE(Validate(c).ok());
+  c = {};
+  c.low_with_room = 0.7;  // not under high
+  EXPECT_FALSE(Validate(c).ok());
+  c.low_with_room = 0;
+  EXPECT_FALSE(Validate(c).ok());
+  c.low_with_room = 0.3;  // under low: allowed, and no such rule
+  EXPECT_TRUE(Validate(c).ok());
 }
 
 }  // namespace
