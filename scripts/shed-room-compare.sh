@@ -3,7 +3,7 @@
 # default 0.55) against under shed_low alone (0.4, as before): `veil load --compare`,
 # alternating, --repeat ${REPEAT:-3}, stages ${STAGES:-4,5} of ${STAGE_SECONDS:-30} s whose first
 # ${WARMUP:-5} s are left out, anonymized VP8 sessions started at once. Results in
-# ${OUT:-out/shed-room}/compare (docs/figures.md, "Shed levels taken back while the node has room").
+# ${OUT:-out/shed-room}/compare (docs/figures.md, "shed levels taken back while the node has room").
 # The lone-session case (a level taken under a CPU hog, and given back after it) is
 # scripts/shed-hog.sh.
 source "$(dirname "$0")/serve-lib.sh"
