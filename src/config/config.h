@@ -78,8 +78,7 @@ struct ServerSettings {
   // A window overuses when its p90 frame latency passes shed_high x the frame interval (or too
   // many frames went stale); it is calm under shed_low x the interval with nothing stale, or,
   // while the node's CPU in its last second left room in its budget (the cores x cpu_share) for
-  // one more default session, under
-  // shed_low_with_room x the interval.
+  // one more default session, under shed_low_with_room x the interval.
   double shed_high = 0.7, shed_low = 0.4, shed_low_with_room = 0.55;
   // SIGTERM or POST /v1/drain: no new sessions; running ones go on until their publishers
   // leave or this passes (0: SIGTERM ends them at once).

@@ -225,8 +225,8 @@ class LiveSession {
     for (int cur = start_hint_.load(); level > cur && !start_hint_.compare_exchange_weak(cur, level);) {
     }
   }
-  // Whether the node had room in its last second (its CPU under its budget; SessionManager's
-  // housekeeping): any thread; the worker's load shedding reads it when it judges a window
+  // Whether the node had room in its last second (its CPU left one more session's planned cost
+  // inside its budget; SessionManager's housekeeping): any thread; the worker's load shedding reads it when it judges a window
   // (SpeedControl::set_node_room).
   void SetNodeRoom(bool room) { node_room_.store(room); }
   // What the capacity model needs once a second, without building stats().

@@ -289,8 +289,9 @@ class SessionManager {
   double overloaded_since_ms_ GUARDED_BY(mu_) = -1;
   double behind_since_ms_ GUARDED_BY(mu_) = -1;  // since when a session at its last level falls behind
   CostLearner learner_ GUARDED_BY(mu_);  // teaches capacity_ from the sessions, once a second
-  // The process's CPU in the last second was under the node's budget (housekeeping, once a
-  // second); each session's load shedding is told (LiveSession::SetNodeRoom).
+  // The process's CPU in the last second left one more default session's planned cost inside
+  // the node's budget (housekeeping, once a second); each session's load shedding is told
+  // (LiveSession::SetNodeRoom) and may then take a level back at a higher p90.
   bool node_room_ GUARDED_BY(mu_) = false;
   // server.capacity_state (written by StartCapacity, then the housekeeping thread, then the destructor).
   CapacityKey memory_key_;
