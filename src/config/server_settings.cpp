@@ -61,6 +61,7 @@ Status Validate(const ServerSettings& v) {
                     in(v.http_idle_timeout_ms, 100.0, 3600000.0, "server.http_idle_timeout_ms"),
                     in(v.shed_calm_s, 1.0, 600.0, "server.shed_calm_s"),
                     in(v.shed_warmup_s, 0.0, 600.0, "server.shed_warmup_s"),
+                    in(v.shed_low_with_room, 0.01, 5.0, "server.shed_low_with_room"),
                     in(v.webrtc.max_pending, 1, 256, "webrtc.max_pending"),
                     in(v.webrtc.offers_per_s, 0.1, 10000.0, "webrtc.offers_per_s"),
                     in(v.webrtc.start_bitrate_kbps, 0, 50000, "webrtc.start_bitrate_kbps"),
@@ -71,8 +72,6 @@ Status Validate(const ServerSettings& v) {
     if (!st) return st;
   if (!(v.shed_low > 0 && v.shed_low < v.shed_high && v.shed_high <= 5))
     return Status::Error("server.shed_low and server.shed_high need 0 < shed_low < shed_high <= 5");
-  if (!(v.shed_low_with_room > 0 && v.shed_low_with_room < v.shed_high))
-    return Status::Error("server.shed_low_with_room needs 0 < shed_low_with_room < shed_high");
   if (v.history_s * 1000 / v.history_interval_ms > 100000 || v.history_s * 1000 < v.history_interval_ms)
     return Status::Error("server.history_s / server.history_interval_ms must keep 1..100000 points per session");
   if (!v.cluster_redis.empty() && v.cluster_redis.rfind("redis://", 0) != 0)

@@ -8,8 +8,7 @@ namespace veil {
 Status Validate(const SpeedControlConfig& c) {
   if (!(c.window_ms >= 100 && c.window_ms <= 60000)) return Status::Error("speed control window_ms must be in [100, 60000]");
   if (!(c.low > 0 && c.low < c.high && c.high <= 5)) return Status::Error("speed control needs 0 < low < high <= 5");
-  if (!(c.low_with_room > 0 && c.low_with_room < c.high))
-    return Status::Error("speed control needs 0 < low_with_room < high");
+  if (!(c.low_with_room > 0 && c.low_with_room <= 5)) return Status::Error("speed control needs 0 < low_with_room <= 5");
   if (!(c.stale_share >= 0 && c.stale_share < 1)) return Status::Error("speed control stale_share must be in [0, 1)");
   if (!(c.warmup_ms >= 0 && c.warmup_ms <= 600000)) return Status::Error("speed control warmup_ms must be in [0, 600000]");
   if (!(c.calm_ms >= c.window_ms && c.calm_ms <= c.calm_max_ms && c.calm_max_ms <= 3600000))
@@ -68,7 +67,7 @@ void SpeedControl::Judge(double now_ms) {
     p90 = lat_[k];
   }
   const bool over = total > 0 && (p90 > cfg_.high * budget_ms_ || stale_ > cfg_.stale_share * total);
-  const bool calm = total > 0 && stale_ == 0 && p90 < (room_ ? std::max(cfg_.low, cfg_.low_with_room) : cfg_.low) * budget_ms_;
+  const bool calm = total > 0 && stale_ == 0 && p90 < (room_ ? std::clamp(cfg_.low_with_room, cfg_.low, cfg_.high) : cfg_.low) * budget_ms_;
   overloaded_ = over && level_ >= max_level_;
   behind_ = overloaded_ && (stale_ > cfg_.stale_share * total || p90 > budget_ms_);
   if (over) {

@@ -27,7 +27,7 @@ struct SpeedControlConfig {
   // ... or, while the node has room (set_node_room: its CPU in the last second left room in
   // its budget for one more session), p90 under low_with_room x budget. A lone 720p session's own work takes 0.4-0.5 of
   // the frame interval on a 2-core VM, so under `low` alone a level it took for a passing load
-  // (another process, a slow spell) was never given back. low_with_room <= low: no such rule.
+  // (another process, a slow spell) was never given back. low_with_room <= low: no such rule; at or over high: any window not over.
   double low_with_room = 0.55;
   double calm_ms = 5000;      // headroom this long before one level back
   double calm_max_ms = 40000; // a level taken back that overused again within calm_max_ms doubles calm (up to this)

@@ -164,6 +164,17 @@ TEST(SpeedControl, WhileTheNodeHasRoomALevelComesBackAtAHigherP90) {
   EXPECT_EQ(d.level(), 1);
   for (int i = 0; i < 6; ++i) u = Second(d, u, 8);
   EXPECT_EQ(d.level(), 0);
+  // At or over high: with room, any window that is not over is calm (0.65 x budget here).
+  SpeedControlConfig wide = cfg;
+  wide.low_with_room = 0.9;
+  SpeedControl e(wide, kBudget, 4);
+  double v = Second(e, 0, 30);
+  ASSERT_EQ(e.level(), 1);
+  for (int i = 0; i < 8; ++i) v = Second(e, v, 21.5);
+  EXPECT_EQ(e.level(), 1) << "no room: 21.5 ms is not calm";
+  e.set_node_room(true);
+  for (int i = 0; i < 6; ++i) v = Second(e, v, 21.5);
+  EXPECT_EQ(e.level(), 0);
 }
 
 // A session's first frames are late by themselves (its first keyframe and detection, the jitter
@@ -265,11 +276,13 @@ TEST(SpeedControl, RejectsAbsurdSettings) {
   c.warmup_ms = -1;
   EXPECT_FALSE(Validate(c).ok());
   c = {};
-  c.low_with_room = 0.7;  // not under high
-  EXPECT_FALSE(Validate(c).ok());
   c.low_with_room = 0;
   EXPECT_FALSE(Validate(c).ok());
+  c.low_with_room = 6;
+  EXPECT_FALSE(Validate(c).ok());
   c.low_with_room = 0.3;  // under low: allowed, and no such rule
+  EXPECT_TRUE(Validate(c).ok());
+  c.low_with_room = 0.9;  // over high: allowed, any window not over is calm (below)
   EXPECT_TRUE(Validate(c).ok());
 }
 
