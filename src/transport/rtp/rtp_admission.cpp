@@ -21,6 +21,12 @@ RtpAdmission::Verdict RtpAdmission::Admit(int pt, uint32_t ssrc, uint16_t seq, u
   if (pt != payload_type_) return Drop();
   if (!latched_ || (ssrc != ssrc_ && (!established_ || now - last_ms_ > 250))) {
     if (latched_ && established_) ssrc_changes_.fetch_add(1, std::memory_order_relaxed);
+    if (latched_) {  // another SSRC takes over: it goes on from the last packet out, as a restart
+      seq_offset_ = uint16_t(last_out_seq_ + 1 - seq);
+      const double pause_ticks = std::clamp((now - last_ms_) * 90.0, 3000.0, 4e9);
+      ts_offset_ = last_out_ts_ + uint32_t(pause_ticks) - ts;
+      candidate_ = false;
+    }
     latched_ = true;
     established_ = false;
     ssrc_ = ssrc;

@@ -41,6 +41,24 @@ TEST(RtpAdmission, AnyOtherSsrcTakesOverBeforeEstablishmentAndAfter250MsOfSilenc
   EXPECT_EQ(a.ssrc_changes(), 1u);
 }
 
+// A new publisher's stream (another SSRC, its own random sequence and timestamp bases) goes on
+// from the old one's last packet out, so the jitter buffer sees one stream: with its own bases
+// it took them for late packets of the old stream now and then and delivered nothing.
+TEST(RtpAdmission, AnotherSsrcThatTakesOverIsRenumberedToContinueTheOldStream) {
+  RtpAdmission a(96);
+  double t = Stream(a, kA, 60000, 1000000, 20, 0);  // last out: seq 60019, ts 1057000, at t - 33
+  const auto v = a.Admit(96, kB, 59990, 77, t + 300);  // a new publisher, its base 30 behind
+  ASSERT_TRUE(v.pass);
+  EXPECT_TRUE(v.rewritten);
+  EXPECT_EQ(v.seq, 60020);
+  EXPECT_EQ(v.ts, 1057000u + 29970u);  // 333 ms since the last packet at 90 kHz
+  const auto next = a.Admit(96, kB, 59991, 3077, t + 333);
+  EXPECT_EQ(next.seq, 60021);
+  EXPECT_EQ(next.ts, 1057000u + 29970u + 3000u);
+  EXPECT_EQ(a.ssrc_changes(), 1u);
+  EXPECT_EQ(a.restarts(), 0u);
+}
+
 TEST(RtpAdmission, ASameSsrcRestartIsRenumberedToContinueTheOldStream) {
   RtpAdmission a(96);
   double t = Stream(a, kA, 60000, 1000000, 20, 0);  // last out: seq 60019, ts 1057000
