@@ -17,16 +17,18 @@ bool Discontinuous(uint16_t seq, uint32_t ts, double now_ms, uint16_t last_seq, 
 }
 }  // namespace
 
+void RtpAdmission::ContinueFromLastOut(uint16_t seq, uint32_t ts, double now) {
+  seq_offset_ = uint16_t(last_out_seq_ + 1 - seq);
+  const double pause_ticks = std::clamp((now - last_ms_) * 90.0, 3000.0, 4e9);
+  ts_offset_ = last_out_ts_ + uint32_t(pause_ticks) - ts;
+  candidate_ = false;
+}
+
 RtpAdmission::Verdict RtpAdmission::Admit(int pt, uint32_t ssrc, uint16_t seq, uint32_t ts, double now) {
   if (pt != payload_type_) return Drop();
   if (!latched_ || (ssrc != ssrc_ && (!established_ || now - last_ms_ > 250))) {
     if (latched_ && established_) ssrc_changes_.fetch_add(1, std::memory_order_relaxed);
-    if (latched_) {  // another SSRC takes over: it goes on from the last packet out, as a restart
-      seq_offset_ = uint16_t(last_out_seq_ + 1 - seq);
-      const double pause_ticks = std::clamp((now - last_ms_) * 90.0, 3000.0, 4e9);
-      ts_offset_ = last_out_ts_ + uint32_t(pause_ticks) - ts;
-      candidate_ = false;
-    }
+    if (latched_) ContinueFromLastOut(seq, ts, now);  // another SSRC takes over, as a restart
     latched_ = true;
     established_ = false;
     ssrc_ = ssrc;
@@ -40,11 +42,8 @@ RtpAdmission::Verdict RtpAdmission::Admit(int pt, uint32_t ssrc, uint16_t seq, u
       candidate_seq_ = seq;
       return Drop();
     }
-    seq_offset_ = uint16_t(last_out_seq_ + 1 - seq);
-    const double pause_ticks = std::clamp((now - last_ms_) * 90.0, 3000.0, 4e9);
-    ts_offset_ = last_out_ts_ + uint32_t(pause_ticks) - ts;
+    ContinueFromLastOut(seq, ts, now);
     restarts_.fetch_add(1, std::memory_order_relaxed);
-    candidate_ = false;
     established_ = false;
     run_ = 1;
   } else if (seq == uint16_t(last_seq_ + 1)) {
