@@ -44,7 +44,7 @@ class RtpAdmission {
   // The packet (seq, ts) and those after it go on from the last packet out: sequence + 1,
   // timestamp advanced by the pause since then at 90 kHz (a restart, or another SSRC).
   void ContinueFromLastOut(uint16_t seq, uint32_t ts, double now);
-    Verdict Drop() {
+  Verdict Drop() {
     foreign_.fetch_add(1, std::memory_order_relaxed);
     return {};
   }
