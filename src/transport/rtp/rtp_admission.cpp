@@ -28,7 +28,10 @@ RtpAdmission::Verdict RtpAdmission::Admit(int pt, uint32_t ssrc, uint16_t seq, u
   if (pt != payload_type_) return Drop();
   if (!latched_ || (ssrc != ssrc_ && (!established_ || now - last_ms_ > 250))) {
     if (latched_ && established_) ssrc_changes_.fetch_add(1, std::memory_order_relaxed);
-    if (latched_) ContinueFromLastOut(seq, ts, now);  // another SSRC takes over, as a restart
+    // Another SSRC takes over: it goes on from the last packet out, as a restart, once a stream
+    // has been established. Before that (garbage first, a publisher's first packets) it keeps
+    // its own bases, so a first publisher's timestamps pass through unchanged.
+    if (latched_ && ever_established_) ContinueFromLastOut(seq, ts, now);
     latched_ = true;
     established_ = false;
     ssrc_ = ssrc;
@@ -47,7 +50,7 @@ RtpAdmission::Verdict RtpAdmission::Admit(int pt, uint32_t ssrc, uint16_t seq, u
     established_ = false;
     run_ = 1;
   } else if (seq == uint16_t(last_seq_ + 1)) {
-    if (run_ < 8 && ++run_ == 8) established_ = true;
+    if (run_ < 8 && ++run_ == 8) established_ = ever_established_ = true;
   } else if (!established_) {
     run_ = 1;
   }

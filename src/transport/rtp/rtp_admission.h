@@ -8,10 +8,11 @@
 //   in sequence. Until then any other SSRC takes over at once (garbage that came first never
 //   holds the latch); afterwards only once the established one has been silent for 250 ms (a
 //   publisher that restarted with a new SSRC). Other SSRCs are dropped, so stray or forged
-//   packets cannot move the jitter buffer's sequence and timestamp bases. The SSRC that takes
-//   over is renumbered to go on from the last packet out, as a restart below: the jitter
-//   buffer took a new publisher's random sequence base for late packets of the old stream
-//   now and then, and delivered none of its frames (transport_test, 1 run in 3).
+//   packets cannot move the jitter buffer's sequence and timestamp bases. Once a stream has
+//   been established, an SSRC that takes over is renumbered to go on from the last packet
+//   out, as a restart below: the jitter buffer took a new publisher's random sequence base
+//   for late packets of the old stream now and then, and delivered none of its frames
+//   (transport_test, 1 run in 3). Before that (garbage first) it keeps its own bases.
 // - The latched SSRC from a new sequence and timestamp base (ffmpeg -ssrc, an encoder
 //   restart) is renumbered to go on from the old stream, timestamps advanced by the pause
 //   (as an SFU does): the jitter buffer would otherwise take its packets for late ones of the
@@ -49,7 +50,7 @@ class RtpAdmission {
     return {};
   }
   int payload_type_;
-  bool latched_ = false, established_ = false;
+  bool latched_ = false, established_ = false, ever_established_ = false;
   uint32_t ssrc_ = 0;
   uint16_t last_seq_ = 0;
   uint32_t last_ts_ = 0;

@@ -33,8 +33,12 @@ TEST(RtpAdmission, OtherPayloadTypesAndSsrcsNeverReachAnEstablishedStream) {
 
 TEST(RtpAdmission, AnyOtherSsrcTakesOverBeforeEstablishmentAndAfter250MsOfSilence) {
   RtpAdmission a(96);
-  Stream(a, kA, 0, 0, 3, 0);                      // garbage first: not established
-  EXPECT_TRUE(a.Admit(96, kB, 900, 5, 100).pass);  // takes over at once
+  Stream(a, kA, 0, 0, 3, 0);  // garbage first: not established
+  const auto first = a.Admit(96, kB, 900, 5, 100);
+  EXPECT_TRUE(first.pass);  // takes over at once, with its own bases: nothing was established
+  EXPECT_FALSE(first.rewritten);
+  EXPECT_EQ(first.seq, 900);
+  EXPECT_EQ(first.ts, 5u);
   double t = Stream(a, kB, 901, 8, 10, 133);
   EXPECT_FALSE(a.Admit(96, kA, 3, 0, t + 100).pass);  // B established, heard 100 ms ago
   EXPECT_TRUE(a.Admit(96, kA, 3, 0, t + 300).pass);   // B silent for 300 ms: a new publisher
@@ -57,6 +61,11 @@ TEST(RtpAdmission, AnotherSsrcThatTakesOverIsRenumberedToContinueTheOldStream) {
   EXPECT_EQ(next.ts, 1057000u + 29970u + 3000u);
   EXPECT_EQ(a.ssrc_changes(), 1u);
   EXPECT_EQ(a.restarts(), 0u);
+  // A third publisher takes over before the second was established: it goes on too.
+  const auto third = a.Admit(96, kA, 5, 9, t + 340);
+  EXPECT_TRUE(third.pass);
+  EXPECT_EQ(third.seq, 60022);
+  EXPECT_EQ(third.ts, 1057000u + 29970u + 3000u + 3000u);  // 7 ms after B's last: one frame (3000) at least
 }
 
 TEST(RtpAdmission, ASameSsrcRestartIsRenumberedToContinueTheOldStream) {
