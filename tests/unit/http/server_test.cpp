@@ -295,7 +295,9 @@ TEST(Router, TheGuardMayMarkARequestAndTheAfterHookSeesEveryAnswer) {
     q.path = q.target = path;
     Response res;
     r.Handle(q, res);
-    if (q.path == "/ok") EXPECT_EQ(res.body, "guard");
+    if (q.path == "/ok") {
+      EXPECT_EQ(res.body, "guard");
+    }
   }
   const std::vector<std::pair<std::string, int>> want = {
       {"/ok:guard", 200}, {"/refused:", 403}, {"/throw:guard", 500}, {"/missing:guard", 404}};
