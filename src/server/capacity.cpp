@@ -123,19 +123,11 @@ double CapacityModel::PlanEncodeRatioLocked(VideoCodec codec, EncodePicture pict
   auto p = plan_encode_ratio_.find(codec);
   double r = p == plan_encode_ratio_.end() || !(p->second > 0) ? -1 : p->second;
   // Each figure is biased toward saving too little (capacity.h): the smaller ratio is the nearer.
-  // The sessions' paired figure (same seconds, one contention) replaces the prior once it has
-  // kMinPlanSamples seconds, even where it saves less. Until then the prior stands, and the two
-  // steps' own figures count only where they save more than it: they compare calm seconds with
-  // loaded ones, and after a ramp read VP8's step 2 at 0.90 of step 0 (step 1 at 0.89), where the
-  // prior is 0.78, planning 3 sessions where 4 passed (2026-12-06, docs/figures.md).
-  const double s = SessionsPlanEncodeRatioLocked(codec, picture);
-  double own = s;
-  const int step = std::min(o_.plan_speed_step, VideoEncoder::kMaxSpeedSteps - 1);
-  const auto paired = paired_.find({codec, picture, step});
-  if (paired == paired_.end() || paired->second.samples < kMinPlanSamples)
-    if (auto q = prior_plan_ratio_.find(codec); q != prior_plan_ratio_.end() && q->second > 0)
-      own = s > 0 ? std::min(s, q->second) : q->second;
-  if (own > 0 && (r < 0 || own < r)) r = own;
+  // The prior stands in for the sessions' own until they measured it.
+  double s = SessionsPlanEncodeRatioLocked(codec, picture);
+  if (!(s > 0))
+    if (auto q = prior_plan_ratio_.find(codec); q != prior_plan_ratio_.end() && q->second > 0) s = q->second;
+  if (s > 0 && (r < 0 || s < r)) r = s;
   return r < 0 ? -1 : std::min(1.0, r);  // a faster step is never planned dearer
 }
 
