@@ -19,7 +19,9 @@ bool Discontinuous(uint16_t seq, uint32_t ts, double now_ms, uint16_t last_seq, 
 
 void RtpAdmission::ContinueFromLastOut(uint16_t seq, uint32_t ts, double now) {
   seq_offset_ = uint16_t(last_out_seq_ + 1 - seq);
-  const double pause_ticks = std::clamp((now - last_ms_) * 90.0, 3000.0, 4e9);
+  // The pause at 90 kHz, at least one tick: not a frame (3000), which let a burst of one-packet
+  // garbage SSRCs, each taking over, carry the clock 42 s ahead in 2 s (transport_test).
+  const double pause_ticks = std::clamp((now - last_ms_) * 90.0, 1.0, 4e9);
   ts_offset_ = last_out_ts_ + uint32_t(pause_ticks) - ts;
   candidate_ = false;
 }

@@ -43,7 +43,8 @@ class RtpAdmission {
 
  private:
   // The packet (seq, ts) and those after it go on from the last packet out: sequence + 1,
-  // timestamp advanced by the pause since then at 90 kHz (a restart, or another SSRC).
+  // timestamp advanced by the pause since then at 90 kHz, at least 1 tick (a restart, or another
+  // SSRC), so the stream's clock keeps to the wall clock whatever takes over how often.
   void ContinueFromLastOut(uint16_t seq, uint32_t ts, double now);
   Verdict Drop() {
     foreign_.fetch_add(1, std::memory_order_relaxed);

@@ -65,7 +65,11 @@ TEST(RtpAdmission, AnotherSsrcThatTakesOverIsRenumberedToContinueTheOldStream) {
   const auto third = a.Admit(96, kA, 5, 9, t + 340);
   EXPECT_TRUE(third.pass);
   EXPECT_EQ(third.seq, 60022);
-  EXPECT_EQ(third.ts, 1057000u + 29970u + 3000u + 3000u);  // 7 ms after B's last: one frame (3000) at least
+  EXPECT_EQ(third.ts, 1057000u + 29970u + 3000u + 630u);  // 7 ms after B's last at 90 kHz
+  // One 1 us later: one tick on, never the same timestamp.
+  const auto fourth = a.Admit(96, kB, 1, 1, t + 340.001);
+  EXPECT_EQ(fourth.seq, 60023);
+  EXPECT_EQ(fourth.ts, 1057000u + 29970u + 3000u + 630u + 1u);
 }
 
 TEST(RtpAdmission, ASameSsrcRestartIsRenumberedToContinueTheOldStream) {

@@ -247,6 +247,80 @@ TEST(Rtp, PublisherRestartWithANewSsrcIsFollowedAndStrayPacketsAreDropped) {
   EXPECT_GE(st.foreign, 30u);
 }
 
+// Garbage while an established publisher is silent: each random SSRC takes over (nothing it
+// sends is ever established), and each takeover goes on from the last packet out. The timestamp
+// then advances by the pause since the last packet, so a burst of a thousand one-packet SSRCs
+// does not carry the stream's clock a minute ahead (at one frame, 3000 ticks, per takeover it
+// did); the publisher that comes back is delivered, its timestamps going on from the old ones.
+TEST(Rtp, GarbageWhileAPublisherIsSilentNeitherKeepsItOutNorRunsItsClockAhead) {
+  Received got;
+  auto rx = got.Start();
+  ASSERT_TRUE(rx.ok()) << rx.error();
+  VideoInfo vi;
+  const auto frames = EncodeSample(VideoCodec::kVp8, 60, &vi);
+  ASSERT_EQ(frames.size(), 60u);
+  auto first = RtpSender::Start({});
+  ASSERT_TRUE(first.ok());
+  ASSERT_TRUE((*first)->AddViewer("127.0.0.1", (*rx)->port()).ok());
+  for (size_t i = 0; i < 20; ++i) {
+    ASSERT_TRUE((*first)->Send(frames[i], uint32_t(5000000 + i * 3000)).ok());
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_TRUE(got.WaitFor(15, 3000)) << "the first publisher: received " << got.frames.size();
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));  // silent past 250 ms
+  size_t n1 = 0;
+  uint32_t last_ts = 0;
+  {
+    std::lock_guard lk(got.mu);
+    n1 = got.frames.size();
+    last_ts = got.frames.back().second;
+  }
+  const auto silent_from = std::chrono::steady_clock::now();
+  const int fd = socket(AF_INET, SOCK_DGRAM, 0);
+  sockaddr_in to = LoopbackTo((*rx)->port());
+  uint8_t buf[300];
+  uint32_t x = 777;
+  for (int i = 0; i < 1200; ++i) {  // RTP of payload type 96, every field else random
+    for (uint8_t& b : buf) b = uint8_t((x = x * 1103515245 + 12345) >> 16);
+    buf[0] = 0x80;
+    buf[1] = 96;
+    sendto(fd, buf, 12 + size_t(i * 37) % (sizeof buf - 12), 0, reinterpret_cast<sockaddr*>(&to), sizeof to);
+    if (i % 20 == 19) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  close(fd);
+  (*first).reset();  // the first publisher is gone
+  auto second = RtpSender::Start({});
+  ASSERT_TRUE(second.ok());
+  ASSERT_TRUE((*second)->AddViewer("127.0.0.1", (*rx)->port()).ok());
+  for (size_t i = 0; i < frames.size(); ++i) {
+    ASSERT_TRUE((*second)->Send(frames[i], uint32_t(123456 + i * 3000)).ok());
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  const double wall_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - silent_from).count() + 400;
+  std::lock_guard lk(got.mu);
+  // The second publisher's frames: those after the first's that carry one of the clip's frames.
+  int delivered = 0;
+  uint32_t prev = last_ts, newest = last_ts;
+  for (size_t k = n1; k < got.frames.size(); ++k) {
+    bool clip = false;
+    for (const auto& f : frames) clip = clip || f.data == got.frames[k].first.data;
+    if (!clip) continue;
+    ++delivered;
+    EXPECT_GT(int32_t(got.frames[k].second - prev), 0) << "frame " << k << ": the timestamps go on";
+    prev = newest = got.frames[k].second;
+  }
+  const double ahead_ms = double(int32_t(newest - last_ts)) / 90.0;
+  std::printf("second publisher: %d of %zu frames delivered; its last frame %.0f ms of stream time after the "
+              "first's last, %.0f ms of wall clock later (its own frames span %.0f ms)\n",
+              delivered, frames.size(), ahead_ms, wall_ms, (frames.size() - 1) * 33.3);
+  EXPECT_GE(delivered, 30) << "the publisher that came back after the garbage";
+  // Stream time may run ahead of the wall clock by the publisher's own frames (sent 10 ms apart,
+  // 33.3 ms of stream time each) and a second of slack, not by the garbage.
+  EXPECT_LT(ahead_ms, wall_ms + (frames.size() - 1) * 33.3 + 1000);
+}
+
 // Issue 13, reproduced: a publisher restarted with the same SSRC but a new sequence and
 // timestamp base (ffmpeg -ssrc) had 268 packets counted late and 0 frames through until the
 // publisher timeout ended the session. Now it is followed, after a pause or none.
