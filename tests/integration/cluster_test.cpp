@@ -395,7 +395,10 @@ TEST(Cluster, APlacedSlotStaysReservedUntilItsNodeCountsTheSession) {
       st.sessions = n.sessions.load();
       st.capacity = n.capacity;
       st.free_sessions = n.capacity - st.sessions;
-      for (int i = 0; i < st.sessions; ++i) st.session_ids.push_back("s" + std::to_string(i));
+      for (int i = 0; i < st.sessions; ++i) {
+        std::string id = "s";  // appended, not "s" + to_string: gcc 12's -Wrestrict misreads that
+        st.session_ids.push_back(id += std::to_string(i));
+      }
       return st;
     }, &n.metrics);
     ASSERT_TRUE(r.ok()) << r.error();
