@@ -49,8 +49,9 @@ struct ServerSettings {
   // whose sessions fit its CPU budget and already miss the frame interval at the p99.
   double admit_p99_ms = 30;
   // Admission (max_sessions = auto) plans each re-encoding session with its encoder at this speed
-  // step of its ladder (0: the configured speed), at the cost its sessions measured there.
-  int admit_speed_step = 2;
+  // step of its ladder (0: the configured speed; at most the ladder's last step), at the cost its
+  // sessions measured there.
+  int admit_speed_step = 3;
   // The standalone transcode (the limit, and what the cost model's ratios multiply) is timed again
   // once the node has been idle this long, s (0: only at startup; server/capacity.h, Retime).
   double retime_s = 60;

@@ -95,9 +95,15 @@ double CapacityModel::SessionsPlanEncodeRatio(VideoCodec codec, EncodePicture pi
   return SessionsPlanEncodeRatioLocked(codec, picture);
 }
 
+int PlanStepOf(const CapacityOptions& o, VideoCodec codec) {
+  int last = VideoEncoder::kMaxSpeedSteps - 1;
+  if (auto it = o.last_speed_step.find(codec); it != o.last_speed_step.end()) last = std::clamp(it->second, 0, last);
+  return std::clamp(o.plan_speed_step, 0, last);
+}
+
 double CapacityModel::SessionsPlanEncodeRatioLocked(VideoCodec codec, EncodePicture picture) const {
-  if (o_.plan_speed_step <= 0) return 1;
-  const int step = std::min(o_.plan_speed_step, VideoEncoder::kMaxSpeedSteps - 1);
+  const int step = PlanStep(codec);
+  if (step <= 0) return 1;
   if (auto p = paired_.find({codec, picture, step}); p != paired_.end() && p->second.samples >= kMinPlanSamples)
     return p->second.value;
   auto at0 = encode_.find({codec, picture, 0}), at = encode_.find({codec, picture, step});
@@ -113,7 +119,7 @@ double CapacityModel::PlanEncodeRatio(VideoCodec codec, EncodePicture picture) c
 }
 
 double CapacityModel::PlanEncodeRatioLocked(VideoCodec codec, EncodePicture picture) const {
-  if (o_.plan_speed_step <= 0) return 1;
+  if (PlanStep(codec) <= 0) return 1;
   if (picture == EncodePicture::kMosaic) {  // its own sessions' figure, else its prior, else none
     double own = SessionsPlanEncodeRatioLocked(codec, picture);
     if (!(own > 0))
@@ -201,13 +207,12 @@ double CapacityModel::PlanSavingMs(VideoCodec codec, Mode mode) const {
 
 double CapacityModel::PlanSavingMsLocked(VideoCodec codec, Mode mode) const {
   // A forwarding bypass session runs no encoder; step 0 plans nothing away.
-  if ((mode == Mode::kBypass && o_.bypass_forward) || o_.plan_speed_step <= 0) return 0;
+  if ((mode == Mode::kBypass && o_.bypass_forward) || PlanStep(codec) <= 0) return 0;
   // The plan step's share of an encode (PlanEncodeRatio) applied to what step 0's encodes cost
   // in the sessions, for the picture the mode encodes.
   const EncodePicture picture = PictureOf(mode);
   if (const double r = PlanEncodeRatioLocked(codec, picture); r >= 0) return EncodeMsLocked(codec, 0, picture) * (1 - r);
-  const double planned =
-      EncodeMsLocked(codec, std::min(o_.plan_speed_step, VideoEncoder::kMaxSpeedSteps - 1), picture);
+  const double planned = EncodeMsLocked(codec, PlanStep(codec), picture);
   if (planned < 0) return 0;  // that step not measured yet: the configured speed's cost
   return std::max(0.0, EncodeMsLocked(codec, 0, picture) - planned);
 }
@@ -289,7 +294,7 @@ double CapacityModel::PlannedMsPerFrameLocked(VideoCodec codec, Mode mode) const
 
 double CapacityModel::MsPerFrameAtStep(const SessionLoad& s, int step) const {
   if (step <= 0) return CostMsPerFrame(s);
-  if (step >= o_.plan_speed_step) return PlannedMsPerFrame(s);
+  if (step >= PlanStep(s.codec)) return PlannedMsPerFrame(s);
   if (s.mode == Mode::kBypass && o_.bypass_forward) return CostMsPerFrame(s);  // no encoder
   MutexLock lk(mu_);
   const EncodePicture picture = PictureOf(s.mode);

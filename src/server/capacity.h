@@ -61,10 +61,19 @@ struct CapacityOptions {
   double fps = 30;           // the frame rate a session is assumed to run at (at least)
   int width = 1280, height = 720;  // a session's assumed size until its first frame
   bool bypass_forward = true;      // bypass sessions forward (decode only) rather than re-encode
-  // Admission plans a re-encoding session's encoder at this speed step (0: the configured speed).
-  int plan_speed_step = 2;
+  // Admission plans a re-encoding session's encoder at this speed step (0: the configured speed),
+  // held to each codec's ladder (CapacityModel::PlanStep).
+  int plan_speed_step = 3;
+  // Each codec's fastest speed step (its ladder's last, VideoEncoder::max_speed_step()); a codec
+  // not here: kMaxSpeedSteps - 1.
+  std::map<VideoCodec, int> last_speed_step = {};
 };
 
+
+// The speed step a codec's re-encoding sessions are planned at: o.plan_speed_step, at most the
+// codec's last step (o.last_speed_step; x264 from veryfast has three, so a plan step of 3 plans
+// ultrafast, its 2).
+int PlanStepOf(const CapacityOptions& o, VideoCodec codec);
 
 // What one session costs and what it runs at, for the model.
 // What an encoder is given: a camera picture (anonymize; bypass that re-encodes) or a whole-frame
@@ -196,6 +205,7 @@ class CapacityModel {
   bool Saturated(double process_cpu_ms, double wall_ms) const {
     return wall_ms > 0 && process_cpu_ms > kSaturatedShare * o_.cores * wall_ms;
   }
+  int PlanStep(VideoCodec codec) const { return PlanStepOf(o_, codec); }
   // ms of CPU per second sessions may take on this node.
   double BudgetMsPerS() const { return o_.cores * 1000.0 * o_.cpu_share; }
   // Sessions of this kind (default size and rate) an empty node carries; at least 1.

@@ -198,6 +198,7 @@ void HttpApi::Routes() {
     body["capacity"]["transcode_last_timing_ms_by_core"] = c.last_timing_by_core;  // the last timing's cores
     body["capacity"]["retimes"] = c.retimes;
     body["capacity"]["admit_speed_step"] = c.plan_speed_step;
+    body["capacity"]["admit_speed_step_by_codec"] = c.plan_step_by_codec;  // held to each codec's ladder
     if (!c.memory.empty()) body["capacity"]["memory"] = c.memory;  // server.capacity_state
     body["capacity"]["admit_encode_ratio_by_codec"] = c.plan_encode_ratio_by_codec;
     body["capacity"]["admit_encode_ratio_paired_samples_by_codec"] = c.paired_plan_ratio_samples_by_codec;

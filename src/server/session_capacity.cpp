@@ -33,6 +33,11 @@ Status SessionManager::StartCapacity(MetricsRegistry* metrics) {
   co.bypass_forward = deps_.server.bypass_forward;
   co.fps = deps_.privacy.fps;
   co.plan_speed_step = deps_.server.admit_speed_step;
+  // Each codec's ladder ends where its encoder's does: the plan step is held to it.
+  co.last_speed_step[VideoCodec::kVp8] =
+      int(Vp8SpeedLadder(deps_.encoder.vp8_speed, deps_.encoder.vp8_static_steps).size()) - 1;
+  co.last_speed_step[VideoCodec::kH264] = int(X264PresetLadder(deps_.encoder.x264_preset).size()) - 1;
+  const auto plan_step = [&](VideoCodec codec) { return PlanStepOf(co, codec); };
   std::map<VideoCodec, double> transcode, encode, plan_ratio, prior_ratio, prior_mosaic_ratio;
   std::map<VideoCodec, std::vector<std::pair<int, double>>> by_core;
   // The prior share of the plan step holds for the default ladders only (capacity.h).
@@ -41,7 +46,7 @@ Status SessionManager::StartCapacity(MetricsRegistry* metrics) {
   // One codec after the other: timed side by side, VP8 read 8% higher on average
   // and further apart (2026-12-04, docs/figures.md "Capacity run 21").
   for (const VideoCodecInfo& vc : VideoCodecs()) {
-    auto t = TimeTranscode(vc.codec, deps_.encoder, co.plan_speed_step);
+    auto t = TimeTranscode(vc.codec, deps_.encoder, plan_step(vc.codec));
     if (t) {
       transcode[vc.codec] = t->total_ms;
       encode[vc.codec] = t->encode_ms;
@@ -50,8 +55,8 @@ Status SessionManager::StartCapacity(MetricsRegistry* metrics) {
       const bool default_ladder = vc.codec == VideoCodec::kH264 ? deps_.encoder.x264_preset == defaults.x264_preset
                                                                  : deps_.encoder.vp8_speed == defaults.vp8_speed &&
                                                                        deps_.encoder.vp8_static_steps == defaults.vp8_static_steps;
-      if (double p = PriorPlanEncodeRatio(vc.codec, co.plan_speed_step, default_ladder); p > 0) prior_ratio[vc.codec] = p;
-      if (double p = PriorPlanEncodeRatio(vc.codec, co.plan_speed_step, default_ladder, EncodePicture::kMosaic); p > 0)
+      if (double p = PriorPlanEncodeRatio(vc.codec, plan_step(vc.codec), default_ladder); p > 0) prior_ratio[vc.codec] = p;
+      if (double p = PriorPlanEncodeRatio(vc.codec, plan_step(vc.codec), default_ladder, EncodePicture::kMosaic); p > 0)
         prior_mosaic_ratio[vc.codec] = p;
     } else {
       spdlog::warn("cannot time a {} transcode ({}): its sessions are costed as the dearest codec", vc.name, t.error());
@@ -118,7 +123,7 @@ void SessionManager::RetimeWhenIdle(double now) {
       MutexLock lk(mu_);  // a session came, or the node is stopping: the rest is not timed
       if (next_sched_id_ != created || draining_) return;
     }
-    auto t = TimeTranscode(vc.codec, deps_.encoder, capacity_->options().plan_speed_step);  // as at startup
+    auto t = TimeTranscode(vc.codec, deps_.encoder, capacity_->PlanStep(vc.codec));  // as at startup
     if (t) timed[vc.codec] = *t;
     else spdlog::warn("capacity: cannot time a {} transcode again ({}): the figure stays", vc.name, t.error());
   }
@@ -160,7 +165,11 @@ double SessionManager::LoadMsPerS() const {
 
 int SessionManager::StartLevel() const {
   if (!deps_.server.shed || !deps_.server.shed_start_by_load) return 0;
-  const int plan = capacity_->options().plan_speed_step;
+  // The furthest plan step of the codecs running; a session whose codec plans at a nearer step
+  // costs its own plan step's figure beyond it (CapacityModel::MsPerFrameAtStep) and starts at
+  // most at its own (SessionManager::Create).
+  int plan = 0;
+  for (const auto& [id, e] : sessions_) plan = std::max(plan, capacity_->PlanStep(e.load.codec));
   if (plan <= 0) return 0;
   const double fps = capacity_->options().fps;
   double settled = 0;
@@ -173,7 +182,8 @@ int SessionManager::StartLevel() const {
         starting[size_t(k)] = starting[size_t(k)] < 0 || ms < 0 ? -1 : starting[size_t(k)] + ms * rate;
       }
     } else {
-      const double at = capacity_->MsPerFrameAtStep(e.load, std::min(e.session->encoder_step(), plan));
+      const double at =
+          capacity_->MsPerFrameAtStep(e.load, std::min(e.session->encoder_step(), capacity_->PlanStep(e.load.codec)));
       settled += (at >= 0 ? at : capacity_->CostMsPerFrame(e.load)) * rate;  // a step not known: step 0's
     }
   }
@@ -239,8 +249,9 @@ CapacityState SessionManager::Capacity() const {
   c.memory = memory_note_;
   for (const VideoCodecInfo& vc : VideoCodecs()) {
     c.plan_encode_ratio_by_codec[vc.name] = capacity_->PlanEncodeRatio(vc.codec);
+    c.plan_step_by_codec[vc.name] = capacity_->PlanStep(vc.codec);
     c.paired_plan_ratio_samples_by_codec[vc.name] =
-        capacity_->PairedEncodeRatioSamples(vc.codec, std::min(capacity_->options().plan_speed_step, VideoEncoder::kMaxSpeedSteps - 1));
+        capacity_->PairedEncodeRatioSamples(vc.codec, capacity_->PlanStep(vc.codec));
   }
   for (const VideoCodecInfo& vc : VideoCodecs()) {
     c.mosaic_encode_by_codec[vc.name];  // every codec listed, its measured steps only

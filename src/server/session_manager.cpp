@@ -238,10 +238,13 @@ Status SessionManager::Create(const CreateSpec& spec, const std::string& caller,
   // Its start, and the start of the sessions warming up beside it, at the node's load: a node
   // past its budget with them all at the configured speed sheds from their first frames, not
   // after their warm-up (5 sessions started at once: 3 s at 186-189% of 2 cores, p99 48 ms).
-  const int start_level = StartLevel();
-  if (start_level > 0)
+  // Each at most at its own codec's plan step: past it a shorter ladder's levels are detection's.
+  const int node_level = StartLevel();
+  if (node_level > 0)
     for (auto& [sid, se] : sessions_)
-      if (se.session && se.session->shed_warming_up()) se.session->StartAtLevel(start_level);
+      if (se.session && se.session->shed_warming_up())
+        se.session->StartAtLevel(std::min(node_level, capacity_->PlanStep(se.load.codec)));
+  const int start_level = std::min(node_level, capacity_->PlanStep(c.codec));
   *out = InfoOf(e);
   AddEvent("session_created", id,
            "ingest=" + std::string(Name(c.ingest)) + " codec=" + Name(c.codec) + " mode=" + ModeName(c.privacy.mode) + " ai_target=" + (target.empty() ? "none" : target) +

@@ -74,6 +74,7 @@ struct CapacityState {
   std::map<std::string, double> transcode_ms_by_codec;
   std::vector<CapacityModel::Cost> costs;  // the whole model
   int plan_speed_step = 0;                 // server.admit_speed_step
+  std::map<std::string, int> plan_step_by_codec;  // the same held to each codec's ladder
   // An encode at that step over one at step 0, on the same standalone pictures (-1: not timed).
   std::map<std::string, double> plan_encode_ratio_by_codec;
   std::map<std::string, int> paired_plan_ratio_samples_by_codec;  // seconds with both steps side by side

@@ -526,6 +526,43 @@ TEST(Capacity, ThePriorShareStandsInForTheSessionsUntilTheyMeasuredIt) {
   EXPECT_EQ(solo.PlanEncodeRatio(VideoCodec::kVp8), -1);
 }
 
+// The plan step is held to each codec's ladder: x264 from veryfast has three steps (0-2), so a
+// plan step of 3 plans H.264 at its last step, 2, and what its sessions measured there counts
+// (without the hold it would look for step 3's encodes, which no H.264 session ever takes, and
+// plan the configured speed's full cost). VP8's ladder has five: it plans at 3.
+TEST(Capacity, ThePlanStepIsHeldToEachCodecsLadder) {
+  CapacityOptions o = TwoCores();
+  o.plan_speed_step = 3;
+  o.last_speed_step = {{VideoCodec::kVp8, 4}, {VideoCodec::kH264, 2}};
+  EXPECT_EQ(PlanStepOf(o, VideoCodec::kVp8), 3);
+  EXPECT_EQ(PlanStepOf(o, VideoCodec::kH264), 2);
+  CapacityModel m(o, {{VideoCodec::kVp8, 10.0}, {VideoCodec::kH264, 12.0}});
+  EXPECT_EQ(m.PlanStep(VideoCodec::kH264), 2);
+  const double vp8 = PriorRatio(Mode::kAnonymize) * 10, h264 = PriorRatio(Mode::kAnonymize, true, VideoCodec::kH264) * 12;
+  for (int i = 0; i < CapacityModel::kMinPlanSamples; ++i) {
+    m.LearnEncode(VideoCodec::kH264, 0, 1280, 720, 9.0);
+    m.LearnEncode(VideoCodec::kH264, 2, 1280, 720, 3.6);  // ultrafast: 0.4 of veryfast
+    m.LearnEncode(VideoCodec::kVp8, 0, 1280, 720, 8.0);
+    m.LearnEncode(VideoCodec::kVp8, 2, 1280, 720, 6.4);  // 0.8: not the plan step
+    m.LearnEncode(VideoCodec::kVp8, 3, 1280, 720, 5.6);  // 0.7
+  }
+  const SessionLoad h = Session(Mode::kAnonymize, 0, 0, 0, VideoCodec::kH264), v = Session(Mode::kAnonymize);
+  EXPECT_NEAR(m.PlanEncodeRatio(VideoCodec::kH264), 0.4, 1e-9);
+  EXPECT_NEAR(m.PlannedMsPerFrame(h), h264 - 9 * 0.6, 1e-9);
+  EXPECT_NEAR(m.PlanEncodeRatio(VideoCodec::kVp8), 0.7, 1e-9);
+  EXPECT_NEAR(m.PlannedMsPerFrame(v), vp8 - 8 * 0.3, 1e-9);
+  // A step at or past a codec's plan step costs the planned figure; one before it, its own.
+  EXPECT_NEAR(m.MsPerFrameAtStep(h, 3), m.PlannedMsPerFrame(h), 1e-9);
+  EXPECT_NEAR(m.MsPerFrameAtStep(v, 2), vp8 - 8 * 0.2, 1e-9);
+  // A ladder of one step (libvpx's own adaptive speed): nothing planned away.
+  o.last_speed_step[VideoCodec::kVp8] = 0;
+  EXPECT_EQ(PlanStepOf(o, VideoCodec::kVp8), 0);
+  CapacityModel flat(o, {{VideoCodec::kVp8, 10.0}});
+  EXPECT_NEAR(flat.PlannedMsPerFrame(v), vp8, 1e-9);
+  // No ladder given: the plan step as configured.
+  EXPECT_EQ(PlanStepOf(TwoCores(), VideoCodec::kH264), TwoCores().plan_speed_step);
+}
+
 // A full_blur session encodes a whole-frame mosaic: its encodes per speed step are learned apart
 // from the camera picture's, and its plan step saves only what full_blur sessions measured it
 // saving; before they have, nothing (the standalone pair and the prior are camera pictures; on
