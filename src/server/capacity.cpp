@@ -25,7 +25,11 @@ double PriorRatio(Mode mode, bool bypass_forward, VideoCodec codec) {
     case Mode::kFullBlur: return codec == VideoCodec::kH264 ? 1.2 : 0.9;
     case Mode::kAnonymize: break;
   }
-  return 1.4;  // anonymize (and any value outside the enum): the learned models' median, docs/capacity.md
+  // Anonymize (and any value outside the enum): the learned models' median, rounded down
+  // (docs/capacity.md "The cost model"). VP8: 1.8 since 2026-12-07: its 10 models since each core
+  // is timed (2026-12-06) learned 1.46-2.06, median 1.86, on timings of 6.9-10.0 ms; H.264's 6
+  // learned 1.24-1.69, median 1.52. 1.4 for both before, from timings taken the older way.
+  return codec == VideoCodec::kVp8 ? 1.8 : 1.4;
 }
 
 double PriorPlanEncodeRatio(VideoCodec codec, int step, bool default_ladder, EncodePicture picture) {

@@ -339,7 +339,7 @@ class CostLearner {
 
 // The prior ratio of a session's CPU per frame to a standalone transcode
 // before anything was learned (what sessions learned on this repo's 720p clips: anonymize
-// 1.4x, bypass 0.3x forwarding and 1.6x re-encoding, full_blur VP8 0.9x and H.264 1.2x;
+// VP8 1.8x and H.264 1.4x, bypass 0.3x forwarding and 1.6x re-encoding, full_blur VP8 0.9x and H.264 1.2x;
 // docs/capacity.md "The cost model").
 double PriorRatio(Mode mode, bool bypass_forward = true, VideoCodec codec = VideoCodec::kVp8);
 

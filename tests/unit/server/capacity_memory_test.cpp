@@ -60,8 +60,8 @@ TEST(CapacityMemory, ARestoredModelAdmitsWhatTheTaughtOneAdmitted) {
   }
   taught.Learn(At720p(Mode::kFullBlur, VideoCodec::kH264), 11.0);
   CapacityModel fresh(TwoCores(), transcode, encode);
-  // The priors: 1.4x the transcode, nothing planned away without a measured share.
-  ASSERT_EQ(fresh.CapacitySessions(VideoCodec::kVp8, Mode::kAnonymize), 3);  // 1500 / 420
+  // The priors: 1.8x the VP8 transcode, nothing planned away without a measured share.
+  ASSERT_EQ(fresh.CapacitySessions(VideoCodec::kVp8, Mode::kAnonymize), 2);  // 1500 / 540
   ASSERT_EQ(taught.CapacitySessions(VideoCodec::kVp8, Mode::kAnonymize), 4);  // (12 - 6 x 0.25) x 30 = 315
 
   const std::string text = CapacityStateJson(taught.Memory(), Key(), "2026-12-05T15:00:00Z");

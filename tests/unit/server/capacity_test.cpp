@@ -30,13 +30,15 @@ SessionLoad Session(Mode m, int w = 0, int h = 0, double fps = 0, VideoCodec cod
 
 TEST(Capacity, CostScalesWithPixelsAndFrameRateFromThePrior) {
   CapacityModel m(TwoCores(), {{VideoCodec::kVp8, 10.0}});
-  // The prior: 1.4x a 10-ms transcode at 720p30 = 420 ms/s; half the pixels half; 60 fps twice.
-  EXPECT_NEAR(m.CostMsPerS(Session(Mode::kAnonymize)), 1.4 * 10 * 30, 1e-9);
-  EXPECT_NEAR(m.CostMsPerS(Session(Mode::kAnonymize, 1280, 720)), 420, 1e-9);
-  EXPECT_NEAR(m.CostMsPerS(Session(Mode::kAnonymize, 640, 720)), 210, 1e-9);
-  EXPECT_NEAR(m.CostMsPerS(Session(Mode::kAnonymize, 1280, 720, 60)), 840, 1e-9);
+  // The prior: 1.8x a 10-ms VP8 transcode at 720p30 = 540 ms/s; half the pixels half; 60 fps
+  // twice. H.264's: 1.4x.
+  EXPECT_NEAR(m.CostMsPerS(Session(Mode::kAnonymize)), 1.8 * 10 * 30, 1e-9);
+  EXPECT_NEAR(m.CostMsPerS(Session(Mode::kAnonymize, 1280, 720)), 540, 1e-9);
+  EXPECT_NEAR(m.CostMsPerS(Session(Mode::kAnonymize, 640, 720)), 270, 1e-9);
+  EXPECT_NEAR(m.CostMsPerS(Session(Mode::kAnonymize, 1280, 720, 60)), 1080, 1e-9);
   // A session measured below the assumed rate is still counted at it (a publisher may speed up).
-  EXPECT_NEAR(m.CostMsPerS(Session(Mode::kAnonymize, 1280, 720, 12)), 420, 1e-9);
+  EXPECT_NEAR(m.CostMsPerS(Session(Mode::kAnonymize, 1280, 720, 12)), 540, 1e-9);
+  EXPECT_NEAR(PriorRatio(Mode::kAnonymize, true, VideoCodec::kH264), 1.4, 1e-9);
   // Bypass forwards (a decode, no encode) unless the node re-encodes it.
   EXPECT_NEAR(m.CostMsPerS(Session(Mode::kBypass)), 0.3 * 10 * 30, 1e-9);
   CapacityOptions reencode = TwoCores();
@@ -87,8 +89,8 @@ TEST(Capacity, AnIntervalAboveFourFifthsOfTheCoresIsSaturated) {
 TEST(Capacity, SessionsThatFitAndTheLimit) {
   CapacityModel m(TwoCores(), {{VideoCodec::kVp8, 10.0}});
   EXPECT_NEAR(m.BudgetMsPerS(), 1000, 1e-9);
-  // 1000 / 450 -> 2; bypass (forwarded) 1000 / 90 -> 11.
-  EXPECT_EQ(m.CapacitySessions(VideoCodec::kVp8, Mode::kAnonymize), 2);
+  // 1000 / 540 -> 1; bypass (forwarded) 1000 / 90 -> 11.
+  EXPECT_EQ(m.CapacitySessions(VideoCodec::kVp8, Mode::kAnonymize), 1);
   EXPECT_EQ(m.CapacitySessions(VideoCodec::kVp8, Mode::kBypass), 11);
   // Learned at 8.33 ms/frame (250 ms/s at 30 fps): exactly 4 fit in 1000 ms/s, and they count.
   for (int i = 0; i < 5; ++i) m.Learn(Session(Mode::kAnonymize, 1280, 720), 250.0 / 30);
@@ -259,12 +261,12 @@ TEST(CostLearner, ASessionSheddingChangingModeWithoutASizeOrFramesIsLeftOut) {
 }
 
 TEST(CostLearner, ASheddingSessionOnlyRaisesTheModel) {
-  CapacityModel m(TwoCores(), {{VideoCodec::kVp8, 10.0}});  // the prior: 1.4 x 10 = 14 ms a frame
+  CapacityModel m(TwoCores(), {{VideoCodec::kVp8, 10.0}});  // the prior: 1.8 x 10 = 18 ms a frame
   CostLearner l;
   Reading a;
   a.r.shed_level = 2;
   for (int i = 0; i < 3; ++i) StepOnce(l, m, {{"a", &a.Run(12)}}, 360);
-  // Shedding at 12 ms a frame, under the model's 14: what it would cost unshed is unknown.
+  // Shedding at 12 ms a frame, under the model's 18: what it would cost unshed is unknown.
   EXPECT_EQ(StepOnce(l, m, {{"a", &a.Run(12)}}, 360).learned, 0);
   EXPECT_EQ(m.Samples(VideoCodec::kVp8, Mode::kAnonymize), 0);
   // Shedding and still at 30 ms a frame: the model is low whatever the unshed cost is.
@@ -281,40 +283,41 @@ TEST(CostLearner, ASheddingSessionOnlyRaisesTheModel) {
 TEST(Capacity, PlansTheEncoderAtTheAdmitStepOnceThatStepWasMeasured) {
   CapacityOptions o = TwoCores();
   o.plan_speed_step = 1;
-  // A 10-ms transcode of which the encode is 7 ms; the prior: 1.4 x 10 = 14 ms a frame.
+  // A 10-ms transcode of which the encode is 7 ms; the prior: 1.8 x 10 = 18 ms a frame.
   CapacityModel m(o, {{VideoCodec::kVp8, 10.0}}, {{VideoCodec::kVp8, 7.0}});
   EXPECT_NEAR(m.EncodeMs(VideoCodec::kVp8, 0), 7.0, 1e-9);
   EXPECT_EQ(m.EncodeMs(VideoCodec::kVp8, 1), -1);
   // Step 1 not measured yet: planned at the configured speed's cost.
-  EXPECT_NEAR(m.PlannedMsPerFrame(Session(Mode::kAnonymize)), 14, 1e-9);
-  EXPECT_NEAR(m.CostMsPerS(Session(Mode::kAnonymize)), 14 * 30, 1e-9);
+  EXPECT_NEAR(m.PlannedMsPerFrame(Session(Mode::kAnonymize)), 18, 1e-9);
+  EXPECT_NEAR(m.CostMsPerS(Session(Mode::kAnonymize)), 18 * 30, 1e-9);
   // A 360p session's encodes at step 1: 1 ms a frame, 4 ms a 720p frame; 3 ms less than step 0's.
   m.LearnEncode(VideoCodec::kVp8, 1, 640, 360, 1.0);
   EXPECT_NEAR(m.EncodeMs(VideoCodec::kVp8, 1), 4.0, 1e-9);
   EXPECT_EQ(m.EncodeSamples(VideoCodec::kVp8, 1), 1);
-  EXPECT_NEAR(m.PlannedMsPerFrame(Session(Mode::kAnonymize)), 11, 1e-9);
-  EXPECT_NEAR(m.CostMsPerS(Session(Mode::kAnonymize, 640, 360)), 11 * 30 / 4.0, 1e-9);
-  EXPECT_NEAR(m.CostMsPerFrame(Session(Mode::kAnonymize)), 14, 1e-9);  // at the configured speed
+  EXPECT_NEAR(m.PlannedMsPerFrame(Session(Mode::kAnonymize)), 15, 1e-9);
+  EXPECT_NEAR(m.CostMsPerS(Session(Mode::kAnonymize, 640, 360)), 15 * 30 / 4.0, 1e-9);
+  EXPECT_NEAR(m.CostMsPerFrame(Session(Mode::kAnonymize)), 18, 1e-9);  // at the configured speed
   // Step 0 measured in a session (8 ms) replaces the transcode's prior: 4 ms planned off.
   m.LearnEncode(VideoCodec::kVp8, 0, 1280, 720, 8.0);
-  EXPECT_NEAR(m.PlannedMsPerFrame(Session(Mode::kAnonymize)), 10, 1e-9);
+  EXPECT_NEAR(m.PlannedMsPerFrame(Session(Mode::kAnonymize)), 14, 1e-9);
   // full_blur encodes a mosaic, whose steps its own sessions have not measured: nothing planned off.
   EXPECT_NEAR(m.PlannedMsPerFrame(Session(Mode::kFullBlur)), PriorRatio(Mode::kFullBlur) * 10, 1e-9);
   // A forwarding bypass session runs no encoder.
   EXPECT_NEAR(m.PlannedMsPerFrame(Session(Mode::kBypass)), 0.3 * 10, 1e-9);
-  // Capacity counts the planned cost: 1000 ms/s / (10 x 30) = 3.33 -> 3; at step 0, 14 x 30 -> 2.
-  EXPECT_EQ(m.CapacitySessions(VideoCodec::kVp8, Mode::kAnonymize), 3);
+  // Capacity counts the planned cost: 1000 ms/s / (14 x 30) = 2.38 -> 2; at step 0, 18 x 30 -> 1.
+  EXPECT_EQ(m.CapacitySessions(VideoCodec::kVp8, Mode::kAnonymize), 2);
   EXPECT_EQ(m.CapacitySessions(VideoCodec::kVp8, Mode::kBypass), 11);
   // server.admit_speed_step 0 plans nothing away.
   o.plan_speed_step = 0;
   CapacityModel at0(o, {{VideoCodec::kVp8, 10.0}}, {{VideoCodec::kVp8, 7.0}});
   at0.LearnEncode(VideoCodec::kVp8, 1, 1280, 720, 4.0);
-  EXPECT_NEAR(at0.PlannedMsPerFrame(Session(Mode::kAnonymize)), 14, 1e-9);
+  EXPECT_NEAR(at0.PlannedMsPerFrame(Session(Mode::kAnonymize)), 18, 1e-9);
+  EXPECT_EQ(at0.CapacitySessions(VideoCodec::kVp8, Mode::kAnonymize), 1);
   // Nor does a step that costs more than step 0, and no plan goes below a fifth of the full cost.
   o.plan_speed_step = 2;
   CapacityModel odd(o, {{VideoCodec::kVp8, 10.0}}, {{VideoCodec::kVp8, 7.0}});
   odd.LearnEncode(VideoCodec::kVp8, 2, 1280, 720, 9.0);
-  EXPECT_NEAR(odd.PlannedMsPerFrame(Session(Mode::kAnonymize)), 14, 1e-9);
+  EXPECT_NEAR(odd.PlannedMsPerFrame(Session(Mode::kAnonymize)), 18, 1e-9);
   odd.Learn(Session(Mode::kAnonymize, 1280, 720), 5.0);  // 0.5x: 5 ms a frame
   odd.LearnEncode(VideoCodec::kVp8, 0, 1280, 720, 30.0);
   EXPECT_NEAR(odd.PlannedMsPerFrame(Session(Mode::kAnonymize)), 1.0, 1e-9);
@@ -325,24 +328,24 @@ TEST(Capacity, PlansTheEncoderAtTheAdmitStepOnceThatStepWasMeasured) {
 TEST(Capacity, SessionsStartingTogetherBeginAtTheLowestStepThatFits) {
   CapacityOptions o = TwoCores();  // 1000 ms/s
   o.plan_speed_step = 2;
-  // A 10-ms transcode, its encode 7 ms; the prior 1.4 x 10 = 14 ms a frame; the plan step's prior
-  // share 0.5: 3.5 ms of the encode planned off, 10.5 ms.
+  // A 10-ms transcode, its encode 7 ms; the prior 1.8 x 10 = 18 ms a frame; the plan step's prior
+  // share 0.5: 3.5 ms of the encode planned off, 14.5 ms.
   CapacityModel m(o, {{VideoCodec::kVp8, 10.0}}, {{VideoCodec::kVp8, 7.0}}, {}, {{VideoCodec::kVp8, 0.5}});
   const SessionLoad a = Session(Mode::kAnonymize);
-  EXPECT_NEAR(m.MsPerFrameAtStep(a, 0), 14, 1e-9);
-  EXPECT_NEAR(m.MsPerFrameAtStep(a, 2), 10.5, 1e-9);
-  EXPECT_NEAR(m.MsPerFrameAtStep(a, 5), 10.5, 1e-9);  // past the plan step: the plan step's
+  EXPECT_NEAR(m.MsPerFrameAtStep(a, 0), 18, 1e-9);
+  EXPECT_NEAR(m.MsPerFrameAtStep(a, 2), 14.5, 1e-9);
+  EXPECT_NEAR(m.MsPerFrameAtStep(a, 5), 14.5, 1e-9);  // past the plan step: the plan step's
   EXPECT_EQ(m.MsPerFrameAtStep(a, 1), -1);            // not measured
   for (int i = 0; i < CapacityModel::kMinPlanSamples - 1; ++i) m.LearnEncode(VideoCodec::kVp8, 1, 1280, 720, 5.0);
   EXPECT_EQ(m.MsPerFrameAtStep(a, 1), -1) << "9 seconds are too few";
   m.LearnEncode(VideoCodec::kVp8, 1, 1280, 720, 5.0);
-  EXPECT_NEAR(m.MsPerFrameAtStep(a, 1), 12, 1e-9);  // 2 ms of the encode saved
-  EXPECT_NEAR(m.MsPerFrameAtStep(Session(Mode::kAnonymize, 640, 360), 1), 3, 1e-9);  // a quarter of the pixels
+  EXPECT_NEAR(m.MsPerFrameAtStep(a, 1), 16, 1e-9);  // 2 ms of the encode saved
+  EXPECT_NEAR(m.MsPerFrameAtStep(Session(Mode::kAnonymize, 640, 360), 1), 4, 1e-9);  // a quarter of the pixels
   EXPECT_NEAR(m.MsPerFrameAtStep(Session(Mode::kBypass), 1), 3, 1e-9);  // forwarding: no encoder, 0.3 x 10
   // A step that saved less than nothing counts as step 0's; none below the plan step's.
   for (int i = 0; i < CapacityModel::kMinPlanSamples; ++i) m.LearnEncode(VideoCodec::kVp8, 1, 1280, 720, 30.0);
-  EXPECT_NEAR(m.MsPerFrameAtStep(a, 1), 14, 1e-9);
-  // Two sessions starting, at 30 fps: 840, 720 and 630 ms/s at steps 0, 1, 2.
+  EXPECT_NEAR(m.MsPerFrameAtStep(a, 1), 18, 1e-9);
+  // Two sessions starting, at 30 fps, that cost 840, 720 and 630 ms/s at steps 0, 1, 2.
   const std::vector<double> two = {840, 720, 630};
   EXPECT_EQ(LowestStepThatFits(100, two, 1000), 0);
   EXPECT_EQ(LowestStepThatFits(160, two, 1000), 0);   // 1000: just fits
@@ -609,7 +612,8 @@ TEST(Capacity, AMosaicPicturesPlanStepSavesOnlyWhatFullBlurSessionsMeasured) {
     h.LearnEncode(VideoCodec::kH264, 2, 1280, 720, 4.0, EncodePicture::kMosaic);
   }
   EXPECT_NEAR(h.PlannedMsPerFrame(Session(Mode::kFullBlur, 0, 0, 0, VideoCodec::kH264)), h264_blur_ms - 4, 1e-9);
-  EXPECT_NEAR(h.PlannedMsPerFrame(Session(Mode::kAnonymize, 0, 0, 0, VideoCodec::kH264)), anon - 7 * 0.2, 1e-9);
+  const double h264_anon = PriorRatio(Mode::kAnonymize, true, VideoCodec::kH264) * 10;
+  EXPECT_NEAR(h.PlannedMsPerFrame(Session(Mode::kAnonymize, 0, 0, 0, VideoCodec::kH264)), h264_anon - 7 * 0.2, 1e-9);
   // A mosaic prior stands in until its sessions measured the step: x264's 0.5 of step 0's encode
   // (the camera picture's 7 ms until a mosaic's is measured); then their own replaces it.
   CapacityModel hp(o, {{VideoCodec::kH264, 10.0}}, {{VideoCodec::kH264, 7.0}}, {{VideoCodec::kH264, 0.8}},
