@@ -68,6 +68,28 @@ void FastCuts(const std::string& in, EncoderOptions enc, int64_t max_frames, boo
                c.cut_encode_cpu_ms, c.other_encode_cpu_ms, c.psnr_y, c.psnr_yuv, c.kbps);
 }
 
+// veil bench --compare-encoder-paths: the file writer's encoder against the live one.
+void EncoderPaths(const std::string& in, EncoderOptions enc, int64_t max_frames, bool json, int* rc) {
+  const std::string codec = enc.codec.empty() ? "vp8" : enc.codec;
+  if (codec == "h264" && enc.x264_profile.empty()) enc.x264_profile = "baseline";  // as live sessions
+  auto rows = MeasureEncoderPaths(in, codec, enc, max_frames);
+  if (!rows) return Fail(rc, 1, rows.error());
+  if (json) {
+    nlohmann::json j = nlohmann::json::array();
+    for (const EncoderPathCost& c : *rows)
+      j.push_back({{"path", c.path}, {"frames", c.frames}, {"encode_cpu_ms", c.encode_cpu_ms}, {"psnr_y", c.psnr_y},
+                   {"kbps", c.kbps}});
+    fmt::print("{}\n", nlohmann::json{{"input", in}, {"codec", codec}, {"rows", j}}.dump(2));
+    return;
+  }
+  fmt::print("{} encoders on {} (one thread, each fed every frame in turn)\n", codec, in);
+  fmt::print("| encoder | encode CPU ms/frame | x the file writer's | PSNR Y | kbps |\n|---|---|---|---|---|\n");
+  const double base = rows->front().encode_cpu_ms;
+  for (const EncoderPathCost& c : *rows)
+    fmt::print("| {} | {:.2f} | {:.2f} | {:.2f} dB | {:.0f} |\n", c.path, c.encode_cpu_ms,
+               base > 0 ? c.encode_cpu_ms / base : 0, c.psnr_y, c.kbps);
+}
+
 }  // namespace
 
 void RegisterBench(CLI::App& app, int* rc) {
@@ -79,6 +101,7 @@ void RegisterBench(CLI::App& app, int* rc) {
     bool json = false;
     bool speed_steps = false;
     bool fast_cuts = false;
+    bool encoder_paths = false;
   };
   auto o = std::make_shared<Opts>();
   CLI::App* sub = app.add_subcommand("bench", "Cost of anonymize vs bypass on one input, in one run");
@@ -93,12 +116,16 @@ void RegisterBench(CLI::App& app, int* rc) {
   sub->add_flag("--compare-fast-cuts", o->fast_cuts,
                 "Instead: the live vp8 encoder with encoder.fast_cuts off and on, fed the same frames in turn "
                 "(cost on the cut frames and the others, PSNR, bitrate)");
+  sub->add_flag("--compare-encoder-paths", o->encoder_paths,
+                "Instead: the file writer's encoder (FFmpeg's) against the live one as a session opens it (for "
+                "vp8 libvpx's own), fed the same frames in turn (cost, PSNR, bitrate)");
   sub->callback([o, rc] {
     auto cfg = Resolve(o->config);
     if (!cfg) return Fail(rc, 2, cfg.error());
     if (PrintConfigIfAsked(o->config, cfg->config)) return;
     if (o->in.empty()) return Fail(rc, 2, "an input file is required");
     if (o->fast_cuts) return FastCuts(o->in, cfg->encoder, o->max_frames, o->json, rc);
+    if (o->encoder_paths) return EncoderPaths(o->in, cfg->encoder, o->max_frames, o->json, rc);
     if (o->speed_steps) return SpeedSteps(o->in, cfg->encoder, o->max_frames, o->json, rc);
     const PrivacyConfig* pc = &cfg->privacy;
     std::string source;

@@ -7,6 +7,7 @@
 #include "core/clock.h"
 #include "core/frame.h"
 #include "media/codec.h"
+#include "media/ffmpeg_codec.h"
 #include "media/reader.h"
 
 namespace veil {
@@ -184,6 +185,105 @@ Result<std::vector<SpeedStepCost>> MeasureSpeedLadder(const std::string& input, 
     c.psnr_yuv = q.psnr_yuv();
     c.kbps = q.kbps(c.frames, vi);
     out.push_back(std::move(c));
+  }
+  return out;
+}
+
+Result<std::vector<EncoderPathCost>> MeasureEncoderPaths(const std::string& input, const std::string& codec,
+                                                         const EncoderOptions& o, int64_t max_frames) {
+  auto reader = MediaReader::Open(input);
+  if (!reader) return reader.status();
+  const VideoInfo& vi = (*reader)->info();
+  VideoInfo live = vi;  // as LiveSession opens its encoder
+  live.tb_num = 1;
+  live.tb_den = 90000;
+  EncoderOptions no_cuts = o;
+  no_cuts.fast_cuts = false;
+  struct Side {
+    EncoderPathCost c;
+    std::unique_ptr<VideoEncoder> enc;  // null: FFmpeg's
+    AVCodecContext* av = nullptr;
+    EncoderInput input;
+    bool rtp_pts = false;
+    std::unique_ptr<VideoDecoder> dec;
+    QualityTally q;
+    double cpu = 0;
+  };
+  std::vector<Side> sides(4);
+  const char* names[4] = {"ffmpeg (the file writer's)", "live, as a session (90 kHz, RTP timestamps)",
+                          "live, the file's time base", "live, 90 kHz, fast_cuts off"};
+  auto free_all = [&] {
+    for (Side& s : sides)
+      if (s.av) avcodec_free_context(&s.av);
+  };
+  for (size_t i = 0; i < sides.size(); ++i) {
+    Side& s = sides[i];
+    s.c.path = names[i];
+    if (i == 0) {
+      auto e = OpenVideoEncoder(codec, vi, o, false);
+      if (!e) return free_all(), e.status();
+      s.av = *e;
+    } else {
+      auto e = VideoEncoder::Open(codec, i == 2 ? vi : live, i == 3 ? no_cuts : o);
+      if (!e) return free_all(), e.status();
+      s.enc = std::move(*e);
+      s.rtp_pts = i != 2;
+    }
+    auto d = VideoDecoder::Open(codec, 1);
+    if (!d) return free_all(), d.status();
+    s.dec = std::move(*d);
+  }
+  AVFrame* a = av_frame_alloc();
+  AVPacket* pkt = av_packet_alloc();
+  Status st;
+  std::vector<EncodedFrame> packets;
+  std::vector<FramePtr> decoded;
+  const double fps = vi.fps > 0 ? vi.fps : 30.0;
+  for (int64_t n = 0; st.ok(); ++n) {
+    if (max_frames > 0 && n >= max_frames) break;
+    ReadItem item = (*reader)->Next();
+    if (std::holds_alternative<EndOfStream>(item)) break;
+    auto* fp = std::get_if<FramePtr>(&item);
+    if (!fp) continue;  // audio
+    Frame& f = **fp;
+    const int64_t file_pts = f.pts;
+    for (size_t k = 0; k < sides.size() && st.ok(); ++k) {
+      Side& s = sides[(size_t(n) + k) % sides.size()];  // who goes first rotates
+      packets.clear();
+      f.pts = s.rtp_pts ? int64_t(std::llround(double(n) * 90000.0 / fps)) : file_pts;
+      const double t0 = ThreadCpuMs();
+      if (s.enc) {
+        st = s.enc->Encode(f, n == 0, packets);
+      } else {
+        st = s.input.Fill(f, a);
+        if (st.ok() && avcodec_send_frame(s.av, a) < 0) st = Status::Error("FFmpeg's encoder rejected a frame");
+        av_frame_unref(a);
+        while (st.ok() && avcodec_receive_packet(s.av, pkt) == 0) {
+          EncodedFrame ef;
+          ef.data.assign(pkt->data, pkt->data + pkt->size);
+          ef.pts = pkt->pts;
+          packets.push_back(std::move(ef));
+          av_packet_unref(pkt);
+        }
+      }
+      s.cpu += ThreadCpuMs() - t0;
+      if (st.ok()) st = s.q.Add(f, packets, *s.dec, decoded);
+      ++s.c.frames;
+    }
+    f.pts = file_pts;
+  }
+  av_packet_free(&pkt);
+  av_frame_free(&a);
+  free_all();
+  if (!st.ok()) return st;
+  if (!(*reader)->end_status().ok()) return (*reader)->end_status();
+  std::vector<EncoderPathCost> out;
+  for (Side& s : sides) {
+    if (s.c.frames == 0) return Status::Error(input + " has no video frames");
+    s.c.encode_cpu_ms = s.cpu / double(s.c.frames);
+    s.c.psnr_y = s.q.psnr_y();
+    s.c.kbps = s.q.kbps(s.c.frames, vi);
+    out.push_back(s.c);
   }
   return out;
 }

@@ -44,4 +44,18 @@ struct FastCutsCost {
 Result<std::vector<FastCutsCost>> MeasureFastCuts(const std::string& input, const std::string& codec,
                                                   const EncoderOptions& o, int64_t max_frames);
 
+// The file writer's encoder against the live one, in one run (issue 12: does a live session's
+// encode cost more than `veil bench`'s at the same settings?). Encoders fed the same frames of
+// `input` in turn, which goes first rotating frame by frame: FFmpeg's (`veil anonymize` and
+// `veil bench` write with it), libvpx's own as a live session opens it (a 90 kHz time base, RTP
+// timestamps), the same with the file's time base, and the live one without fast cuts.
+struct EncoderPathCost {
+  std::string path;
+  int64_t frames = 0;
+  double encode_cpu_ms = 0;  // per frame, this thread's CPU
+  double psnr_y = 0, kbps = 0;
+};
+Result<std::vector<EncoderPathCost>> MeasureEncoderPaths(const std::string& input, const std::string& codec,
+                                                         const EncoderOptions& o, int64_t max_frames);
+
 }  // namespace veil
