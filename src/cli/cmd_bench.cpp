@@ -102,6 +102,7 @@ void RegisterBench(CLI::App& app, int* rc) {
     bool speed_steps = false;
     bool fast_cuts = false;
     bool encoder_paths = false;
+    bool paced = false;
   };
   auto o = std::make_shared<Opts>();
   CLI::App* sub = app.add_subcommand("bench", "Cost of anonymize vs bypass on one input, in one run");
@@ -111,6 +112,9 @@ void RegisterBench(CLI::App& app, int* rc) {
   sub->add_option("--max-frames", o->max_frames, "Frames per run (0 = all)")->check(CLI::NonNegativeNumber);
   sub->add_option("--out-dir", o->out_dir, "Keep the encoded outputs here (default: temporary, deleted)");
   sub->add_flag("--json", o->json, "Print results as JSON on stdout");
+  sub->add_flag("--paced", o->paced,
+                "Start each frame at its instant on the input's frame rate, as a live session does, instead of "
+                "back to back (the core idles between frames)");
   sub->add_flag("--speed-steps", o->speed_steps,
                 "Instead: the live encoder's speed steps (cost, PSNR, bitrate at the same target bitrate)");
   sub->add_flag("--compare-fast-cuts", o->fast_cuts,
@@ -153,6 +157,7 @@ void RegisterBench(CLI::App& app, int* rc) {
         jc.encoder = cfg->encoder;
         jc.reader.decoder_threads = cfg->decode_threads;
         jc.max_frames = o->max_frames;
+        jc.paced = o->paced;
         auto res = RunOfflineJob(jc, det->get());
         if (!res || !res->input_status.ok()) {
           fmt::print(stderr, "veil: {}\n", res ? res->input_status.message() : res.error());
@@ -178,6 +183,7 @@ void RegisterBench(CLI::App& app, int* rc) {
                           {"cpu_ms_per_frame_bypass", b},
                           {"cpu_ms_per_frame_anonymize", a},
                           {"ratio", ratio},
+                          {"paced", o->paced},
                           {"runs", runs}};
       fmt::print("{}\n", j.dump(2));
       return;

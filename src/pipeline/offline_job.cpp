@@ -3,8 +3,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <thread>
 
 namespace veil {
 namespace {
@@ -73,8 +75,12 @@ Result<JobSummary> RunOfflineJob(const JobConfig& cfg, Detector* detector, const
   PrivacyStage stage(pc, detector);
   const double cpu0 = ProcessCpuMs(), wall0 = NowMs();
   Status write_status;
+  const double frame_ms = 1000.0 / pc.fps;
   for (;;) {
     if (cfg.max_frames > 0 && sum.frames >= cfg.max_frames) break;
+    if (cfg.paced)  // a late frame starts at once; it does not catch up by running its successors early
+      if (const double wait = wall0 + double(sum.frames) * frame_ms - NowMs(); wait > 0)
+        std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(wait));
     double t0 = NowMs();
     ReadItem item = in.Next();
     if (std::holds_alternative<EndOfStream>(item)) break;

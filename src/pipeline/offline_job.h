@@ -17,6 +17,9 @@ struct JobConfig {
   EncoderOptions encoder;
   ReaderOptions reader;
   int64_t max_frames = 0;  // 0 = all
+  // Each frame's work starts at its instant on the input's frame rate, as a live session's does
+  // (`veil bench --paced`): the core idles between frames instead of running them back to back.
+  bool paced = false;
   // Called with each frame's index and what the privacy stage did to it, before the frame is
   // encoded (`veil anonymize --masks-csv`). Optional.
   std::function<void(int64_t frame, const FrameReport&)> on_frame;

@@ -517,6 +517,24 @@ TEST(Cli, BenchReportsTheRatio) {
   EXPECT_EQ(j["runs"].size(), 2u);
 }
 
+// veil bench --paced: each frame's work starts at its instant at the clip's 30 fps, as a live
+// session's does, so 45 frames take at least 44 frame intervals of wall time (back to back they
+// take ~0.6 s here); the frames and the outputs are the same as unpaced.
+TEST(Cli, BenchPacedRunsAtTheClipsFrameRate) {
+  auto r = RunVeil("bench " + Media("sample_720p30.ivf") + " --max-frames 45 --paced --json");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  auto j = JsonTail(r.out);
+  EXPECT_EQ(j["paced"], true);
+  ASSERT_EQ(j["runs"].size(), 2u);
+  for (const auto& run : j["runs"]) {
+    EXPECT_EQ(run["frames"], 45);
+    EXPECT_GE(run["wall_ms"].get<double>(), 44 * 1000.0 / 30) << run.dump();
+  }
+  auto flat = JsonTail(RunVeil("bench " + Media("sample_720p30.ivf") + " --max-frames 45 --json").out);
+  EXPECT_EQ(flat["paced"], false);
+  EXPECT_EQ(flat["runs"][0]["output"]["bytes"], j["runs"][0]["output"]["bytes"]);  // the same encode
+}
+
 TEST(Cli, EvalJsonNamesItsFields) {
   auto r = RunVeil("eval --max-images 6 --frames-per-photo 6 --json");
   ASSERT_EQ(r.rc, 0) << r.out;
