@@ -5,6 +5,9 @@
 #   2. `veil serve` with one session of MODE from `veil load` (one viewer), and
 #      `perf record -F 999 -g` of the server process for PERF_S seconds in the middle of the stage;
 #   3. the server's samples by library (`perf report --pid`), and its CPU per frame from veil load.
+# One bench run and one stage in a row: on a VM whose speed drifts by the minute the ratio it
+# prints moves with it (1.32-1.55x on one build in an hour); for issue 12's 1.45x mark use
+# scripts/ratio-check.sh, which alternates the two and takes the median.
 # Out: out/perf-session/ (bench.json, load/, perf.data, dso.txt). Needs linux-perf.
 # Env: SERVE_ARGS (more `veil serve` flags), MODE (anonymize), STAGE_SECONDS (30), PERF_S (12), BUILD_DIR (build), INPUT (the clip:
 # $media/sample_720p30.ivf; $media/sample_720p30_h264.mkv for H.264: the session then re-encodes
