@@ -14,10 +14,16 @@
 namespace veil::cli {
 namespace {
 
-// veil bench --speed-steps: what each step of the load-adaptive encoder speed costs.
-void SpeedSteps(const std::string& in, EncoderOptions enc, int64_t max_frames, bool json, int* rc) {
+// The codec a live session would encode `enc` in (vp8 unless set), with its H.264 profile.
+std::string AsLiveSessions(EncoderOptions& enc) {
   const std::string codec = enc.codec.empty() ? "vp8" : enc.codec;
   if (codec == "h264" && enc.x264_profile.empty()) enc.x264_profile = "baseline";  // as live sessions
+  return codec;
+}
+
+// veil bench --speed-steps: what each step of the load-adaptive encoder speed costs.
+void SpeedSteps(const std::string& in, EncoderOptions enc, int64_t max_frames, bool json, int* rc) {
+  const std::string codec = AsLiveSessions(enc);
   auto steps = MeasureSpeedLadder(in, codec, enc, max_frames);
   if (!steps) return Fail(rc, 1, steps.error());
   if (json) {
@@ -70,8 +76,7 @@ void FastCuts(const std::string& in, EncoderOptions enc, int64_t max_frames, boo
 
 // veil bench --compare-encoder-paths: the file writer's encoder against the live one.
 void EncoderPaths(const std::string& in, EncoderOptions enc, int64_t max_frames, bool json, int* rc) {
-  const std::string codec = enc.codec.empty() ? "vp8" : enc.codec;
-  if (codec == "h264" && enc.x264_profile.empty()) enc.x264_profile = "baseline";  // as live sessions
+  const std::string codec = AsLiveSessions(enc);
   auto rows = MeasureEncoderPaths(in, codec, enc, max_frames);
   if (!rows) return Fail(rc, 1, rows.error());
   if (json) {
