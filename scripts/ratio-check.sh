@@ -7,16 +7,16 @@
 # and each stage divided by the mean of the two bench runs either side of it. Each bench is run
 # twice: back to back (the issue's standalone transcode) and `--paced` (each frame started at its
 # instant at 30 fps, as a live session's: on this VM a frame after the core idled costs more).
-# One `veil serve`
-# throughout (idle while the bench runs); each stage is a fresh `veil load` of one session.
+# One `veil serve` throughout (idle while the bench runs); each stage is a fresh `veil load` of
+# one session.
 # The server runs with `server.shed = false`, so its encoder stays at the configured speed, the
 # bench's (a stage at shed level 1 would encode one step faster than the bench and flatter the
 # ratio); SERVE_ARGS replaces that.
 # Prints a table and the median ratio; writes OUT/ratio.json.
 # Env: PAIRS (5), STAGE_SECONDS (20), BENCH_FRAMES (0: the whole clip, as the stage loops it; a
 # run each of bypass and anonymize), MODE (anonymize), SERVE_ARGS ("--set server.shed=false"),
-# OUT (out/ratio-check), INPUT (the
-# clip; an .mkv/.mp4 is H.264 and both sides re-encode H.264), VEIL_BIN / BUILD_DIR.
+# OUT (out/ratio-check), INPUT (the clip; an .mkv/.mp4 is H.264 and both sides re-encode
+# H.264), VEIL_BIN / BUILD_DIR.
 source "$(dirname "$0")/serve-lib.sh"
 out=${OUT:-out/ratio-check}
 pairs=${PAIRS:-5}

@@ -133,6 +133,8 @@ void RegisterBench(CLI::App& app, int* rc) {
     if (!cfg) return Fail(rc, 2, cfg.error());
     if (PrintConfigIfAsked(o->config, cfg->config)) return;
     if (o->in.empty()) return Fail(rc, 2, "an input file is required");
+    if (o->paced && (o->fast_cuts || o->encoder_paths || o->speed_steps))
+      return Fail(rc, 2, "--paced paces the bypass/anonymize runs; --speed-steps and the --compare-* runs are not paced");
     if (o->fast_cuts) return FastCuts(o->in, cfg->encoder, o->max_frames, o->json, rc);
     if (o->encoder_paths) return EncoderPaths(o->in, cfg->encoder, o->max_frames, o->json, rc);
     if (o->speed_steps) return SpeedSteps(o->in, cfg->encoder, o->max_frames, o->json, rc);
@@ -193,8 +195,9 @@ void RegisterBench(CLI::App& app, int* rc) {
       fmt::print("{}\n", j.dump(2));
       return;
     }
-    fmt::print("input {} ({}x{} {:.2f} fps {}), detector {} ({}), {} repeat(s)\n", o->in, last[0].video.width,
-               last[0].video.height, last[0].video.fps, last[0].video.codec, (*det)->name(), source, o->repeat);
+    fmt::print("input {} ({}x{} {:.2f} fps {}), detector {} ({}), {} repeat(s){}\n", o->in, last[0].video.width,
+               last[0].video.height, last[0].video.fps, last[0].video.codec, (*det)->name(), source, o->repeat,
+               o->paced ? ", paced at the input's frame rate" : "");
     fmt::print("\n== bypass (last run)\n{}\n== anonymize (last run)\n{}\n", StageTable(last[0]), StageTable(last[1]));
     fmt::print("CPU per frame: bypass {:.2f} ms, anonymize {:.2f} ms, ratio anonymize/bypass {:.3f}\n", b, a, ratio);
   });

@@ -78,7 +78,9 @@ Result<JobSummary> RunOfflineJob(const JobConfig& cfg, Detector* detector, const
   const double frame_ms = 1000.0 / pc.fps;
   for (;;) {
     if (cfg.max_frames > 0 && sum.frames >= cfg.max_frames) break;
-    if (cfg.paced)  // a late frame starts at once; it does not catch up by running its successors early
+    // Paced: frame n starts at wall0 + n frame intervals. One that is late starts at once, and so
+    // do those after it until the schedule is met again, as a live session's queued frames would.
+    if (cfg.paced)
       if (const double wait = wall0 + double(sum.frames) * frame_ms - NowMs(); wait > 0)
         std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(wait));
     double t0 = NowMs();

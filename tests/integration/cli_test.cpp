@@ -533,6 +533,8 @@ TEST(Cli, BenchPacedRunsAtTheClipsFrameRate) {
   auto flat = JsonTail(RunVeil("bench " + Media("sample_720p30.ivf") + " --max-frames 45 --json").out);
   EXPECT_EQ(flat["paced"], false);
   EXPECT_EQ(flat["runs"][0]["output"]["bytes"], j["runs"][0]["output"]["bytes"]);  // the same encode
+  // The per-encoder measurements are not paced: asking for both is an error, not a silent no-op.
+  EXPECT_EQ(RunVeil("bench " + Media("sample_720p30.ivf") + " --paced --speed-steps").rc, 2);
 }
 
 TEST(Cli, EvalJsonNamesItsFields) {
