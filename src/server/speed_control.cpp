@@ -81,10 +81,14 @@ void SpeedControl::Judge(double now_ms) {
   } else if (calm) {
     if (calm_since_ < 0) calm_since_ = window_start_;
     if (level_ > 0 && now_ms - calm_since_ >= calm_need_ms_) {
-      --level_;
-      ++downs_;
-      last_down_ms_ = now_ms;
-      calm_since_ = now_ms;  // the next level back needs its own calm stretch
+      if (permit_ && !permit_(now_ms)) {
+        ++held_;  // no room on the node for it: the stretch stays calm, the next window asks again
+      } else {
+        --level_;
+        ++downs_;
+        last_down_ms_ = now_ms;
+        calm_since_ = now_ms;  // the next level back needs its own calm stretch
+      }
     }
   } else {
     calm_since_ = -1;
@@ -94,6 +98,38 @@ void SpeedControl::Judge(double now_ms) {
   lat_.clear();
   stale_ = 0;
   window_start_ = now_ms;
+}
+
+void TakeBackBudget::Update(double since_ms, double cpu_ms_per_s, double budget_ms_per_s) {
+  MutexLock lk(mu_);
+  cpu_ = cpu_ms_per_s;
+  budget_ = budget_ms_per_s;
+  while (!grants_.empty() && grants_.front().first <= since_ms) grants_.pop_front();
+}
+
+bool TakeBackBudget::TryTake(double now_ms, double cost_ms_per_s) {
+  MutexLock lk(mu_);
+  if (cpu_ >= 0) {
+    double pending = 0;
+    for (const auto& g : grants_) pending += g.second;
+    if (cpu_ + pending + cost_ms_per_s > budget_) {
+      ++held_;
+      return false;
+    }
+  }
+  grants_.push_back({now_ms, cost_ms_per_s});
+  ++granted_;
+  return true;
+}
+
+uint64_t TakeBackBudget::granted() const {
+  MutexLock lk(mu_);
+  return granted_;
+}
+
+uint64_t TakeBackBudget::held() const {
+  MutexLock lk(mu_);
+  return held_;
 }
 
 }  // namespace veil

@@ -12,8 +12,13 @@
 // overloaded(); the node then refuses new viewers, and last ends its newest session
 // (SessionManager).
 #pragma once
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <utility>
 #include <vector>
 
+#include "core/mutex.h"
 #include "core/status.h"
 
 namespace veil {
@@ -59,6 +64,10 @@ class SpeedControl {
   // Whether the node had room in its last second (SessionManager's housekeeping): windows are
   // then calm under low_with_room, not only under low.
   void set_node_room(bool room) { room_ = room; }
+  // Asked before a calm stretch takes a level back (TakeBackBudget, server.shed_take_back_in_budget);
+  // false: the level stays and the next calm window asks again. None set: always granted.
+  void set_take_back_permit(std::function<bool(double now_ms)> permit) { permit_ = std::move(permit); }
+  uint64_t take_backs_held() const { return held_; }  // take-backs the permit refused
   int start_level() const { return start_; }
   // No window judged yet (the session's first frames, or its warm-up).
   bool warming_up() const { return !judged_; }
@@ -86,6 +95,7 @@ class SpeedControl {
   bool overloaded_ = false;
   bool behind_ = false;
   bool room_ = false;
+  std::function<bool(double)> permit_;
   double window_start_ = -1;
   double first_ms_ = -1;       // the first frame (or stale drop) seen
   std::vector<double> lat_;
@@ -93,7 +103,41 @@ class SpeedControl {
   double calm_since_ = -1;     // start of the current run of calm windows
   double calm_need_ms_;
   double last_down_ms_ = -1e18;
-  uint64_t ups_ = 0, downs_ = 0, warmup_windows_ = 0;
+  uint64_t ups_ = 0, downs_ = 0, warmup_windows_ = 0, held_ = 0;
 };
+
+// The node's budget, shared by its sessions' take-backs (server.shed_take_back_in_budget).
+// Sessions on one node grow calm together (a fast stretch of the machine is calm for all of
+// them) and took their levels back within half a second of each other; the node then ran past
+// its cores and every session shed again, with a burst of late frames between (docs/capacity.md,
+// "Taking levels back within the node's budget"). Here a session whose calm stretch would take a
+// level back asks first, with what the level adds (ms of CPU a second); it is granted while the
+// process's CPU in the last measured second, plus what was granted since that second began (the
+// reading does not hold it yet), plus this one, fits in the node's budget (the cores x
+// server.cpu_share, what admission plans with). Before the first reading every one is granted.
+class TakeBackBudget {
+ public:
+  // SessionManager's housekeeping, once a second: the process's CPU over the second that began
+  // at since_ms, and the budget. Grants made before since_ms are in the reading and are dropped.
+  void Update(double since_ms, double cpu_ms_per_s, double budget_ms_per_s);
+  // A session's take-back that adds cost_ms_per_s: granted (and reserved) or not.
+  bool TryTake(double now_ms, double cost_ms_per_s);
+  uint64_t granted() const;
+  uint64_t held() const;
+
+ private:
+  mutable Mutex mu_;
+  double cpu_ GUARDED_BY(mu_) = -1;  // ms/s; < 0: no reading yet
+  double budget_ GUARDED_BY(mu_) = 0;
+  std::deque<std::pair<double, double>> grants_ GUARDED_BY(mu_);  // (when, ms/s) not in cpu_ yet
+  uint64_t granted_ GUARDED_BY(mu_) = 0, held_ GUARDED_BY(mu_) = 0;
+};
+
+// What taking one shed level back adds, as a share of the session's own CPU: an encoder speed
+// step on the VP8 ladder costs 0.8-1.2 ms of an encode's 9.4 and a session's ~11 ms a frame
+// (docs/figures.md, "static threshold steps"), a detection-cadence level ~0.65 ms (YuNet at
+// ~7.8 ms a detection, every 3rd frame against every 4th). Over-counting holds a take-back a
+// second longer; under-counting lets two through where one fits.
+constexpr double kShedLevelCostShare = 0.12;
 
 }  // namespace veil

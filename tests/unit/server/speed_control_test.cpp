@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <memory>
+
 namespace veil {
 namespace {
 
@@ -121,6 +123,68 @@ TEST(SpeedControl, ALevelGivenBackThatOverloadsAgainWaitsTwiceAsLong) {
   EXPECT_EQ(c.level(), 1);  // 5 s calm is no longer enough
   for (int i = 0; i < 2; ++i) t = Second(c, t, 8);
   EXPECT_EQ(c.level(), 0);
+}
+
+// The node's budget for take-backs: a grant fits beside the last second's CPU and the grants
+// that second's reading does not hold yet; a reading of a second that began after a grant
+// holds it.
+TEST(TakeBackBudget, GrantsWhatFitsBesideTheLastSecondAndTheGrantsSince) {
+  TakeBackBudget b;
+  EXPECT_TRUE(b.TryTake(0, 500));  // no reading yet: as without the rule
+  b.Update(0, 1400, 1500);         // a second from 0 that held the grant at 0
+  EXPECT_TRUE(b.TryTake(1100, 40));
+  EXPECT_TRUE(b.TryTake(1200, 40));   // 1480
+  EXPECT_FALSE(b.TryTake(1300, 40));  // 1520: no room
+  EXPECT_TRUE(b.TryTake(1300, 20));   // 1500: fits
+  EXPECT_EQ(b.granted(), 4u);
+  EXPECT_EQ(b.held(), 1u);
+  // The second from 1000 was read while the grants at 1100-1300 ran part of it: they stay.
+  b.Update(1000, 1400, 1500);
+  EXPECT_FALSE(b.TryTake(2100, 40));
+  // The second from 2000 holds them, at what they cost: room again.
+  b.Update(2000, 1420, 1500);
+  EXPECT_TRUE(b.TryTake(3100, 40));
+  // A node over its budget gives nothing back, whatever a level costs.
+  b.Update(3200, 1600, 1500);
+  EXPECT_FALSE(b.TryTake(4300, 1));
+  EXPECT_EQ(b.held(), 3u);
+}
+
+// A calm stretch whose take-back the node refuses keeps its level and asks again at the next
+// calm window, without a new stretch; two sessions calm together on a node with room for one
+// level take back one, and the other only once a reading shows room.
+TEST(SpeedControl, ATakeBackTheNodeHasNoRoomForWaitsForRoom) {
+  SpeedControlConfig cfg = NoWarmup();
+  cfg.calm_ms = 3000;
+  auto budget = std::make_shared<TakeBackBudget>();
+  SpeedControl a(cfg, kBudget, 4), b(cfg, kBudget, 4);
+  for (SpeedControl* c : {&a, &b}) c->set_take_back_permit([budget](double now) { return budget->TryTake(now, 30); });
+  double t = 0;
+  for (SpeedControl* c : {&a, &b}) Second(*c, t, 30);
+  t += 1000;
+  ASSERT_EQ(a.level(), 1);
+  ASSERT_EQ(b.level(), 1);
+  budget->Update(0, 1450, 1500);  // room for one 30-ms/s level, not two
+  for (int i = 0; i < 3; ++i) {
+    for (SpeedControl* c : {&a, &b}) Second(*c, t, 8);
+    t += 1000;
+  }
+  EXPECT_EQ(a.level(), 0);  // asked first
+  EXPECT_EQ(b.level(), 1);
+  EXPECT_EQ(b.take_backs_held(), 1u);
+  // Still no room: b stays, asking every calm window.
+  budget->Update(t - 1000, 1490, 1500);
+  for (SpeedControl* c : {&a, &b}) Second(*c, t, 8);
+  t += 1000;
+  EXPECT_EQ(b.level(), 1);
+  EXPECT_EQ(b.take_backs_held(), 2u);
+  // Room: the next calm window takes it back, with no new calm stretch.
+  budget->Update(t - 1000, 1400, 1500);
+  for (SpeedControl* c : {&a, &b}) Second(*c, t, 8);
+  t += 1000;
+  EXPECT_EQ(b.level(), 0);
+  EXPECT_EQ(b.steps_down(), 1u);
+  EXPECT_EQ(a.take_backs_held(), 0u);  // granted at its first ask
 }
 
 // A lone 720p session's own work takes 0.4-0.5 of the frame interval on a small node: under
