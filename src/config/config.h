@@ -81,6 +81,11 @@ struct ServerSettings {
   // while the node's CPU in its last second left room in its budget (the cores x cpu_share) for
   // one more default session, under shed_low_with_room x the interval.
   double shed_high = 0.7, shed_low = 0.4, shed_low_with_room = 0.55;
+  // A session takes a level back only while the node's CPU in its last second, plus the levels
+  // granted since, plus what this one adds, fits in the budget (the cores x cpu_share;
+  // server/speed_control.h, TakeBackBudget). Studied and off by default: no p99 gain measured,
+  // poorer steps (docs/capacity.md, "Taking levels back within the node's budget").
+  bool shed_take_back_in_budget = false;
   // SIGTERM or POST /v1/drain: no new sessions; running ones go on until their publishers
   // leave or this passes (0: SIGTERM ends them at once).
   double drain_timeout_s = 0;

@@ -31,6 +31,12 @@ Result<std::unique_ptr<LiveSession>> LiveSession::Start(const std::string& id, c
     return Status::Error("session history must hold 1..100000 points of at least 10 ms");
   std::unique_ptr<LiveSession> s(new LiveSession(id, c));
   s->metrics_ = metrics;
+  if (c.take_back_budget) {
+    LiveSession* self = s.get();  // the permit runs in Shed(), on the session's own worker
+    s->speed_.set_take_back_permit([self, budget = c.take_back_budget](double now_ms) {
+      return budget->TryTake(now_ms, kShedLevelCostShare * self->cpu_rate_ms_per_s_);
+    });
+  }
   s->mode_.store(c.privacy.mode);
   s->tick_ms_ = NowMs();
   const Labels l = {{"session", id}};
@@ -295,6 +301,12 @@ void LiveSession::Shed(double now_ms) {
   for (const uint64_t e = evicted_.load(); seen_evicted_ < e; ++seen_evicted_) speed_.OnStale(now_ms);
   if (const int hint = start_hint_.load(); hint > speed_.start_level() && speed_.StartAt(hint)) start_level_ = hint;
   speed_.set_node_room(node_room_.load());
+  if (cpu_rate_since_ms_ < 0 || now_ms - cpu_rate_since_ms_ >= 1000) {
+    const double cpu = cpu_ms_.load();
+    if (cpu_rate_since_ms_ >= 0) cpu_rate_ms_per_s_ = (cpu - cpu_rate_mark_ms_) * 1000 / (now_ms - cpu_rate_since_ms_);
+    cpu_rate_mark_ms_ = cpu;
+    cpu_rate_since_ms_ = now_ms;
+  }
   const int level = speed_.Level(now_ms);
   shed_warming_ = speed_.warming_up();
   // Encoder speed first, then the detection window trimmed to the detector's grid, then

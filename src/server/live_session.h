@@ -77,6 +77,9 @@ struct LiveSessionConfig {
   bool bypass_forward = true;
   bool audio = true;             // open an Opus RTP port relayed to viewers
   SpeedControlConfig speed;      // load shedding: encoder speed, the trimmed detection window, detection cadence
+  // The node's budget its take-backs ask first (server.shed_take_back_in_budget; null: none):
+  // each asks for kShedLevelCostShare of the session's CPU over its last second.
+  std::shared_ptr<TakeBackBudget> take_back_budget;
   bool shed_trim = true;         // false: no trimmed-window level
   size_t history_points = 300;   // the figures' history: points kept ...
   double history_interval_ms = 1000;  // ... one per interval
@@ -368,6 +371,9 @@ class LiveSession {
   std::atomic<uint64_t> shed_ups_{0}, shed_downs_{0};
   std::atomic<bool> shed_warming_{true};
   std::atomic<bool> node_room_{false};  // SetNodeRoom's
+  // Worker thread: the session's CPU a second over its last second or so (what a take-back asks
+  // the node's budget for a share of), and where that second began.
+  double cpu_rate_ms_per_s_ = 0, cpu_rate_since_ms_ = -1, cpu_rate_mark_ms_ = 0;
   std::atomic<int> start_hint_{0}, start_level_{0};  // StartAtLevel's; the level the worker took
   mutable Mutex speed_name_mu_;
   std::string speed_name_ GUARDED_BY(speed_name_mu_);

@@ -91,6 +91,11 @@ void SessionManager::Housekeeping() {
         SessionLoad one;
         one.mode = deps_.privacy.mode;
         node_room_ = (cpu - last_cpu) * 1000 / (now - last_wall) + capacity_->CostMsPerS(one) <= capacity_->BudgetMsPerS();
+        take_back_->Update(last_wall, (cpu - last_cpu) * 1000 / (now - last_wall), capacity_->BudgetMsPerS());
+      }
+      if (const uint64_t held = take_back_->held(); held > take_backs_held_seen_) {
+        m_take_backs_held_->Inc(double(held - take_backs_held_seen_));
+        take_backs_held_seen_ = held;
       }
       if (memory_unsaved_ && !deps_.server.capacity_state.empty() && now - memory_saved_ms_ >= kMemorySaveMs) SaveMemory();
       RetimeWhenIdle(now);

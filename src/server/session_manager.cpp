@@ -70,6 +70,10 @@ Result<std::unique_ptr<SessionManager>> SessionManager::Start(const ServerDeps& 
   m->m_rejected_ = &metrics->GetCounter("veil_sessions_rejected_total", "Session creations refused at the session limit or the measured capacity");
   m->m_cpu_pct_ = &metrics->GetGauge("veil_process_cpu_percent", "Process CPU over the last second, % of one core");
   m->m_cpu_s_ = &metrics->GetCounter("veil_process_cpu_seconds_total", "Process CPU time, s");
+  m->m_take_backs_held_ = &metrics->GetCounter(
+      "veil_shed_take_backs_held_total",
+      "Shed levels a calm session would have taken back, held because the node's budget had no room for them "
+      "(server.shed_take_back_in_budget)");
   if (Status st = m->StartCapacity(metrics); !st) return st;
   m->inference_host_ = std::move(parts.inference_host);
   if (parts.executor) {
@@ -143,6 +147,7 @@ Status SessionManager::Create(const CreateSpec& spec, const std::string& caller,
   c.speed.high = deps_.server.shed_high;
   c.speed.low = deps_.server.shed_low;
   c.speed.low_with_room = deps_.server.shed_low_with_room;
+  if (deps_.server.shed_take_back_in_budget) c.take_back_budget = take_back_;
   c.speed.calm_max_ms = std::max(c.speed.calm_max_ms, 8 * c.speed.calm_ms);
   c.audio = spec.audio;
   c.ingest = spec.ingest;

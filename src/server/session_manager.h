@@ -294,6 +294,11 @@ class SessionManager {
   // the node's budget (housekeeping, once a second); each session's load shedding is told
   // (LiveSession::SetNodeRoom) and may then take a level back at a higher p90.
   bool node_room_ GUARDED_BY(mu_) = false;
+  // What the sessions' take-backs ask first (server.shed_take_back_in_budget): fed the process's
+  // CPU once a second by the housekeeping.
+  const std::shared_ptr<TakeBackBudget> take_back_ = std::make_shared<TakeBackBudget>();
+  uint64_t take_backs_held_seen_ = 0;  // housekeeping: take_back_->held() already counted
+  Counter* m_take_backs_held_ = nullptr;
   // server.capacity_state (written by StartCapacity, then the housekeeping thread, then the destructor).
   CapacityKey memory_key_;
   std::string memory_note_;       // what startup read, for /readyz

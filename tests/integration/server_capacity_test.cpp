@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <string>
 #include <thread>
 
 #include "server_harness.h"
@@ -428,6 +429,66 @@ TEST(Server, AShedLevelComesBackWhileTheNodeHasRoom) {
     } else {
       EXPECT_GE(lowest, hogged) << "a level came back without room: " << sh.dump();
       EXPECT_EQ(sh["steps_down"], 0) << sh.dump();
+    }
+    feed.Stop();
+    EXPECT_EQ(server.Stop(), 0);
+  }
+}
+
+// server.shed_take_back_in_budget: a calm session takes a level back only while the node's CPU
+// in its last second, plus the levels granted since, plus this one fits in the budget. At a
+// budget of 1 core x server.cpu_share 0.05 (50 ms of CPU a second, under any 720p30 session's
+// decode) the level a CPU hog made it shed stays through calm windows, each take-back held and
+// counted (veil_shed_take_backs_held_total); with the rule off, the same calm windows take it
+// back. The thresholds are wide (shed_high 1.5, shed_low 1.0: every window without the hog is
+// calm on any machine), so that only the budget decides; the hog (45 ms a frame) makes frames
+// stale at every level.
+TEST(Server, ALevelComesBackOnlyWithinTheNodesBudget) {
+  ASSERT_GT(Source().frames, 100);
+  for (const bool in_budget : {true, false}) {
+    SCOPED_TRACE(in_budget ? "take-backs within the budget" : "by latency alone");
+    ServerProcess server({"--cores", "1", "--cpu-share", "0.05", "--max-sessions", "2", "--set",
+                          "inference.fault_injection=true", "--set", "server.shed_calm_s=1", "--set",
+                          "server.shed_high=1.5", "--set", "server.shed_low=1", "--set", "server.shed_warmup_s=1.2",
+                          "--set", "server.shed_start_by_load=false", "--set",
+                          std::string("server.shed_take_back_in_budget=") + (in_budget ? "true" : "false")});
+    ASSERT_TRUE(server.ok()) << server.log();
+    auto log = std::make_shared<SentLog>();
+    const json s = CreateSession(server, {{"id", "a"}});
+    Watch w("vp8", log);
+    AddViewer(server, "a", w.port());
+    Feed feed(s, log);
+    SleepMs(1500);
+    ASSERT_EQ(server.Call("PUT", "/v1/debug/sessions/a/cpu_hog", R"({"ms":45})").status, 200);
+    int level = 0;
+    for (const double hog = NowMs(); level < 2 && NowMs() - hog < 12000;) {
+      SleepMs(100);
+      level = server.Call("GET", "/v1/sessions/a/stats").body["shedding"]["level"].get<int>();
+    }
+    ASSERT_GE(level, 2) << "the hog did not shed two levels";
+    ASSERT_EQ(server.Call("PUT", "/v1/debug/sessions/a/cpu_hog", R"({"ms":0})").status, 200);
+    const int hogged = level;
+    const int steps_down = server.Call("GET", "/v1/sessions/a/stats").body["shedding"]["steps_down"].get<int>();
+    int lowest = level;
+    for (const double healed = NowMs(); NowMs() - healed < (in_budget ? 6000 : 10000) && (in_budget || lowest >= hogged);) {
+      SleepMs(250);
+      lowest = std::min(lowest, server.Call("GET", "/v1/sessions/a/stats").body["shedding"]["level"].get<int>());
+    }
+    const json sh = server.Call("GET", "/v1/sessions/a/stats").body["shedding"];
+    const std::string m = server.Call("GET", "/metrics").text;
+    const std::string name = "\nveil_shed_take_backs_held_total ";
+    const size_t at = m.find(name);
+    ASSERT_NE(at, std::string::npos) << m;
+    const double held = std::stod(m.substr(at + name.size()));
+    std::printf("%s: level %d under the hog, lowest %d after it, %.0f take-backs held\n",
+                in_budget ? "in budget" : "by latency", hogged, lowest, held);
+    if (in_budget) {
+      EXPECT_GE(lowest, hogged) << "a level came back past the budget: " << sh.dump();
+      EXPECT_EQ(sh["steps_down"].get<int>(), steps_down) << sh.dump();
+      EXPECT_GE(held, 2) << m;  // calm windows asked, and were refused
+    } else {
+      EXPECT_LT(lowest, hogged) << "calm windows did not take a level back: " << sh.dump();
+      EXPECT_EQ(held, 0) << m;
     }
     feed.Stop();
     EXPECT_EQ(server.Stop(), 0);
