@@ -379,6 +379,20 @@ TEST(Server, ASessionStartsAtThePlanStepWhenTheNodesLoadCallsForIt) {
   }
 }
 
+// Injects a 45-ms CPU hog into session a's worker until it has shed two levels (12 s at most),
+// then takes the hog away; returns the level it reached (under 2: the hog did not shed enough,
+// or a call failed).
+int ShedTwoLevelsUnderAHog(ServerProcess& server) {
+  if (server.Call("PUT", "/v1/debug/sessions/a/cpu_hog", R"({"ms":45})").status != 200) return -1;
+  int level = 0;
+  for (const double hog = NowMs(); level < 2 && NowMs() - hog < 12000;) {
+    SleepMs(100);
+    level = server.Call("GET", "/v1/sessions/a/stats").body["shedding"]["level"].get<int>();
+  }
+  if (server.Call("PUT", "/v1/debug/sessions/a/cpu_hog", R"({"ms":0})").status != 200) return -1;
+  return level;
+}
+
 // server.shed_low_with_room: while the node's CPU is under its budget, a shed level comes back
 // at a higher p90 than server.shed_low (its CPU leaving room for one more session: 4 cores here,
 // so any machine has it with one session). A lone 720p session's own work takes 0.4-0.5 of the frame
@@ -405,14 +419,8 @@ TEST(Server, AShedLevelComesBackWhileTheNodeHasRoom) {
     AddViewer(server, "a", w.port());
     Feed feed(s, log);
     SleepMs(1500);
-    ASSERT_EQ(server.Call("PUT", "/v1/debug/sessions/a/cpu_hog", R"({"ms":45})").status, 200);
-    int level = 0;
-    for (const double hog = NowMs(); level < 2 && NowMs() - hog < 12000;) {
-      SleepMs(100);
-      level = server.Call("GET", "/v1/sessions/a/stats").body["shedding"]["level"].get<int>();
-    }
+    int level = ShedTwoLevelsUnderAHog(server);
     ASSERT_GE(level, 2) << "the hog did not shed two levels";
-    ASSERT_EQ(server.Call("PUT", "/v1/debug/sessions/a/cpu_hog", R"({"ms":0})").status, 200);
     const int hogged = level;
     const double healed = NowMs();
     int lowest = level;
@@ -459,17 +467,10 @@ TEST(Server, ALevelComesBackOnlyWithinTheNodesBudget) {
     AddViewer(server, "a", w.port());
     Feed feed(s, log);
     SleepMs(1500);
-    ASSERT_EQ(server.Call("PUT", "/v1/debug/sessions/a/cpu_hog", R"({"ms":45})").status, 200);
-    int level = 0;
-    for (const double hog = NowMs(); level < 2 && NowMs() - hog < 12000;) {
-      SleepMs(100);
-      level = server.Call("GET", "/v1/sessions/a/stats").body["shedding"]["level"].get<int>();
-    }
-    ASSERT_GE(level, 2) << "the hog did not shed two levels";
-    ASSERT_EQ(server.Call("PUT", "/v1/debug/sessions/a/cpu_hog", R"({"ms":0})").status, 200);
-    const int hogged = level;
+    const int hogged = ShedTwoLevelsUnderAHog(server);
+    ASSERT_GE(hogged, 2) << "the hog did not shed two levels";
     const int steps_down = server.Call("GET", "/v1/sessions/a/stats").body["shedding"]["steps_down"].get<int>();
-    int lowest = level;
+    int lowest = hogged;
     for (const double healed = NowMs(); NowMs() - healed < (in_budget ? 6000 : 10000) && (in_budget || lowest >= hogged);) {
       SleepMs(250);
       lowest = std::min(lowest, server.Call("GET", "/v1/sessions/a/stats").body["shedding"]["level"].get<int>());
