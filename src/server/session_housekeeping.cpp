@@ -90,8 +90,9 @@ void SessionManager::Housekeeping() {
         // 6% more CPU with their levels back, one compare on a slow hour).
         SessionLoad one;
         one.mode = deps_.privacy.mode;
-        node_room_ = (cpu - last_cpu) * 1000 / (now - last_wall) + capacity_->CostMsPerS(one) <= capacity_->BudgetMsPerS();
-        take_back_->Update(last_wall, (cpu - last_cpu) * 1000 / (now - last_wall), capacity_->BudgetMsPerS());
+        const double cpu_ms_per_s = (cpu - last_cpu) * 1000 / (now - last_wall), budget = capacity_->BudgetMsPerS();
+        node_room_ = cpu_ms_per_s + capacity_->CostMsPerS(one) <= budget;
+        take_back_->Update(last_wall, cpu_ms_per_s, budget);  // server.shed_take_back_in_budget
       }
       if (const uint64_t held = take_back_->held(); held > take_backs_held_seen_) {
         m_take_backs_held_->Inc(double(held - take_backs_held_seen_));
