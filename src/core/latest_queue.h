@@ -36,10 +36,11 @@ class LatestQueue {
     return evicted;
   }
 
-  // Waits up to `timeout` for an item; nullopt on timeout or when closed and empty.
+  // Waits up to `timeout` for an item; nullopt on timeout, on a Wake, or when closed and empty.
   std::optional<T> Pop(std::chrono::microseconds timeout) {
     std::unique_lock lk(mu_);
-    if (!cv_.wait_for(lk, timeout, [&] { return !items_.empty() || closed_; })) return std::nullopt;
+    if (!cv_.wait_for(lk, timeout, [&] { return !items_.empty() || closed_ || woken_; })) return std::nullopt;
+    woken_ = false;
     if (items_.empty()) return std::nullopt;
     T v = std::move(items_.front());
     items_.pop_front();
@@ -61,6 +62,16 @@ class LatestQueue {
     std::lock_guard lk(mu_);
     if (items_.empty()) return std::nullopt;
     return f(items_.front());
+  }
+
+  // A waiting Pop (or the next one) returns at once, with an item if there is one: the consumer
+  // has something else to do (a command posted to it).
+  void Wake() {
+    {
+      std::lock_guard lk(mu_);
+      woken_ = true;
+    }
+    cv_.notify_all();
   }
 
   // Wakes every waiter; later pushes are refused (returned to the caller).
@@ -94,6 +105,7 @@ class LatestQueue {
   uint64_t dropped_ = 0;  // guarded by mu_
   uint64_t pushed_ = 0;   // guarded by mu_
   bool closed_ = false;   // guarded by mu_
+  bool woken_ = false;    // guarded by mu_
 };
 
 }  // namespace veil

@@ -145,6 +145,28 @@ LiveSession::~LiveSession() {
   metrics_->RemoveSeriesWithLabel("session", id_);
 }
 
+Status LiveSession::SetMode(Mode m, Mode* previous, double timeout_ms) {
+  Mode was = m;
+  auto apply = [this, m, &was] {
+    // Under emit_mu_: a frame forwarded on arrival is sent, or not, wholly before the switch.
+    MutexLock lk(emit_mu_);
+    was = mode_.exchange(m);
+  };
+  // Posted, not called: the worker applies it between two frames, so no frame it is processing
+  // (its mode read, its picture being encoded) can leave after this returns in the old mode.
+  auto wake = [this] {
+    if (executor_) executor_->Ready(&executor_client_, NowMs());  // before frames due later
+    else queue_.Wake();
+  };
+  if (!commands_.PostAndWait(apply, wake, timeout_ms))
+    return Status::Error(StatusCode::kUnavailable, "session '" + id_ + "' did not take the mode change within " +
+                                                       std::to_string(int(timeout_ms)) + " ms (nothing changed)");
+  if (previous) *previous = was;
+  return Status::Ok();
+}
+
+void LiveSession::ApplyCommands() { commands_.ApplyAll(); }
+
 void LiveSession::RequestKeyframe(double min_gap_ms) {
   const double now = NowMs();
   double last = last_keyframe_request_ms_.load();
@@ -192,9 +214,6 @@ void LiveSession::ProcessOne(Decoded& item) {
     speed_.OnStale(start);
     return;
   }
-  if (const double hog = inject_cpu_ms_.load(); hog > 0)
-    for (const double c0 = ThreadCpuMs(); ThreadCpuMs() - c0 < hog;) {
-    }
   Shed(start);
   Frame& f = *item.frame;
   f.index = item.index;  // its own place in arrival order drives cadence and result age
@@ -233,6 +252,9 @@ void LiveSession::ProcessOne(Decoded& item) {
   } else if (!rep.fail_closed) {
     held_run_ = 0;
   }
+  if (const double hog = inject_cpu_ms_.load(); hog > 0)
+    for (const double c0 = ThreadCpuMs(); ThreadCpuMs() - c0 < hog;) {
+    }
   const double t1 = NowMs();
   // The publisher changed resolution (a browser adapting to CPU or bandwidth, an encoder
   // restart): a new encoder at the new size, whose first frame is a keyframe.
@@ -250,6 +272,7 @@ void LiveSession::ProcessOne(Decoded& item) {
       return;
     }
     encoder_ = std::move(*e);
+    encoded_any_ = false;
     enc_fast_cuts_seen_ = 0;
     enc_w_ = f.width;
     enc_h_ = f.height;
@@ -263,8 +286,12 @@ void LiveSession::ProcessOne(Decoded& item) {
   std::vector<EncodedFrame> packets;
   // After forwarded frames the encoder's references are not what the viewers decoded.
   const uint64_t forwarded = forwarded_.load();
-  bool key = want_keyframe_.exchange(false) || forwarded != encoded_after_forward_;
+  // A new mode starts with a keyframe: an inter frame would carry the last mode's picture on.
+  bool key = want_keyframe_.exchange(false) || forwarded != encoded_after_forward_ ||
+             (encoded_any_ && mode != encoded_mode_);
   encoded_after_forward_ = forwarded;
+  encoded_mode_ = mode;
+  encoded_any_ = true;
   if (cfg_.keyframe_period_ms > 0 && item.decoded_ms >= next_keyframe_ms_) {
     // This session's periodic keyframe, at its phase; unless one went out less than half a
     // period ago (its first frame, a viewer's join), which counts for it.

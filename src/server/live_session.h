@@ -17,6 +17,8 @@
 // viewer only drops its own frames. In bypass the decoding thread forwards the
 // publisher's own compressed frames instead (live_session_forward.cpp): no
 // queue, no encode, one outgoing RTP stream across mode switches.
+// Other threads (the HTTP API) change the mode by posting a command to the worker
+// (SetMode, core/command_queue.h), applied between two of its frames.
 #pragma once
 #include <array>
 #include <atomic>
@@ -28,6 +30,7 @@
 #include <string>
 #include <thread>
 
+#include "core/command_queue.h"
 #include "core/latest_queue.h"
 #include "core/metrics.h"
 #include "core/mutex.h"
@@ -191,18 +194,19 @@ class LiveSession {
   // WebRTC viewers whose connection failed or closed, or that did not
   // connect within connect_timeout_ms: key -> why. The owner removes them.
   std::map<std::string, std::string> DeadWebViewers(double connect_timeout_ms);
-  // Takes effect on the next frame the worker processes, which is encoded as
-  // a keyframe: an inter frame would carry the previous mode's picture into
-  // the new one for a few frames (measured: 3 frames of residual detail after
-  // bypass -> full_blur).
-  void SetMode(Mode m) {
-    // Under emit_mu_: a forwarded frame is sent, or not, wholly before the switch; none after.
-    MutexLock lk(emit_mu_);
-    if (mode_.exchange(m) != m) want_keyframe_ = true;
-  }
+  // A command posted to the session's worker (its serial executor on the frame executor, or its
+  // own thread) and applied between two of its frames: it returns once applied. The frame in
+  // flight when it was called has then left, and every frame after is processed in m; a frame
+  // the ingest thread forwards on arrival checks the mode under emit_mu_, which the command
+  // takes. The first frame encoded in a mode other than the last one's is a keyframe: an inter
+  // frame would carry the previous mode's picture into the new one for a few frames (measured:
+  // 3 frames of residual detail after bypass -> full_blur). previous: the mode it replaced.
+  // kUnavailable: the worker did not take it within timeout_ms (nothing changed).
+  static constexpr double kCommandTimeoutMs = 2000;
+  Status SetMode(Mode m, Mode* previous = nullptr, double timeout_ms = kCommandTimeoutMs);
   Mode mode() const { return mode_.load(); }
-  // Fault injection (tests): the worker burns this much CPU per frame before its work, as a
-  // neighbour taking the core would; 0 = off.
+  // Fault injection (tests): the worker burns this much CPU per frame in the middle of its work
+  // (after the privacy stage, before the encode), as a neighbour taking the core would; 0 = off.
   void InjectWorkerCpuMs(double ms) { inject_cpu_ms_ = ms; }
   LiveSessionStats stats() const;
   // CPU the session's own work took (its decode, privacy and encode, on whichever thread ran
@@ -396,7 +400,12 @@ class LiveSession {
     std::optional<double> RunOne() override { return s->RunOne(); }
   } executor_client_{this};
   std::atomic<bool> stop_{false};
-  std::atomic<Mode> mode_{Mode::kAnonymize};
+  // Commands other threads post (SetMode): the worker applies them before each frame it takes.
+  CommandQueue commands_;
+  void ApplyCommands();  // worker (the executor's turn, or the session's own thread)
+  std::atomic<Mode> mode_{Mode::kAnonymize};  // written by a command, under emit_mu_
+  Mode encoded_mode_ = Mode::kAnonymize;      // worker thread: the mode of the last frame encoded
+  bool encoded_any_ = false;                  // worker thread: the current encoder has encoded a frame
   std::atomic<bool> want_keyframe_{true};
   std::atomic<double> last_keyframe_request_ms_{0};
   std::atomic<uint64_t> frames_in_{0}, frames_out_{0}, stale_{0}, decode_errors_{0};

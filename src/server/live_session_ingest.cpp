@@ -161,12 +161,16 @@ void LiveSession::DecodeAndQueue(EncodedFrame&& f, uint32_t rtp_ts, const Pendin
 
 void LiveSession::Work() {
   while (!stop_) {
-    auto item = queue_.Pop(std::chrono::milliseconds(100));
+    ApplyCommands();
+    auto item = queue_.Pop(std::chrono::milliseconds(100));  // a posted command wakes it
+    ApplyCommands();  // before the frame it took: the frame is processed as they say
     if (item && !RunItem(*item)) return;
   }
 }
 
 std::optional<double> LiveSession::RunOne() {
+  // Commands first: the frames this turn decodes and processes see what they say.
+  ApplyCommands();
   if (stop_) return std::nullopt;
   if (decode_on_executor_) {
     try {

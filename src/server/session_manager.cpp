@@ -406,11 +406,10 @@ Status SessionManager::SetMode(const std::string& id, const std::string& mode, c
                                  Mode* previous) {
   auto m = ParseMode(mode);
   if (!m) return Status::Error(StatusCode::kInvalidArgument, m.error());
-  MutexLock lk(mu_);
-  auto it = sessions_.find(id);
-  if (it == sessions_.end() || !it->second.session) return Status::Error(StatusCode::kNotFound, "no session '" + id + "'");
-  *previous = it->second.session->mode();
-  it->second.session->SetMode(*m);
+  // Not under mu_: the session applies the change between two of its frames and answers then.
+  std::shared_ptr<LiveSession> s = Find(id);
+  if (!s) return Status::Error(StatusCode::kNotFound, "no session '" + id + "'");
+  if (Status e = s->SetMode(*m, previous); !e) return e;
   AddEvent("mode_changed", id, ModeName(*previous) + " -> " + ModeName(*m) + " by " + caller);
   return {};
 }

@@ -135,7 +135,7 @@ struct Rig {
 
 // The annotated faces (ground truth, >= 40 px) of the received frames of source frames
 // [from, to), judged by leakcheck's criterion: {judged, visible}. No detector.
-std::pair<int, int> CountFacesVisible(const test::GroundTruthClip& clip, Viewer& v, int from, int to) {
+[[maybe_unused]] std::pair<int, int> CountFacesVisible(const test::GroundTruthClip& clip, Viewer& v, int from, int to) {
   int judged = 0, visible = 0;
   std::lock_guard lk(v.mu);
   for (const auto& [ts, out] : v.frames) {

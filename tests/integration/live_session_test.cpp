@@ -19,10 +19,10 @@ TEST(LiveSession, PixelatesFacesAtFullRateAndSwitchesModes) {
 
   Publish(*rig.tx, src, 0, 150);  // anonymize
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  rig.session->SetMode(Mode::kBypass);
+  ASSERT_TRUE(rig.session->SetMode(Mode::kBypass).ok());
   Publish(*rig.tx, src, 150, 195);
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  rig.session->SetMode(Mode::kFullBlur);
+  ASSERT_TRUE(rig.session->SetMode(Mode::kFullBlur).ok());
   Publish(*rig.tx, src, 195, 240);
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
 
@@ -226,10 +226,10 @@ void BypassAcrossModeSwitches(bool on_executor) {
   Publish(*rig.tx, src, kJoin, kAnon);
   settle();
   EXPECT_TRUE(rig.session->stats().forwarding);
-  rig.session->SetMode(Mode::kAnonymize);  // mid-GOP: the next frame must already be covered
+  ASSERT_TRUE(rig.session->SetMode(Mode::kAnonymize).ok());  // mid-GOP: the next frame must already be covered
   Publish(*rig.tx, src, kAnon, kBack);
   settle();
-  rig.session->SetMode(Mode::kBypass);  // mid-GOP: re-encoded until the publisher's keyframe at 150
+  ASSERT_TRUE(rig.session->SetMode(Mode::kBypass).ok());  // mid-GOP: re-encoded until the publisher's keyframe at 150
   Publish(*rig.tx, src, kBack, kFrames);
   settle();
 

@@ -53,5 +53,24 @@ TEST(LatestQueue, SlowConsumerNeverBlocksTheProducerAndEveryItemIsAccounted) {
   EXPECT_GT(q.dropped(), 0u);
 }
 
+TEST(LatestQueue, WakeEndsAWaitWithoutAnItem) {
+  LatestQueue<int> q(4);
+  std::atomic<bool> woke{false};
+  std::thread consumer([&] {
+    EXPECT_FALSE(q.Pop(microseconds(10'000'000)).has_value());
+    woke = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_FALSE(woke.load());
+  q.Wake();
+  consumer.join();
+  EXPECT_TRUE(woke.load());
+  // A Wake is used once: the next wait times out, and items still come through.
+  EXPECT_FALSE(q.Pop(microseconds(1000)).has_value());
+  q.Push(7);
+  q.Wake();
+  EXPECT_EQ(*q.Pop(microseconds(0)), 7);
+}
+
 }  // namespace
 }  // namespace veil
