@@ -272,7 +272,7 @@ void LiveSession::ProcessOne(Decoded& item) {
       return;
     }
     encoder_ = std::move(*e);
-    encoded_any_ = false;
+    encoded_mode_.reset();
     enc_fast_cuts_seen_ = 0;
     enc_w_ = f.width;
     enc_h_ = f.height;
@@ -288,10 +288,9 @@ void LiveSession::ProcessOne(Decoded& item) {
   const uint64_t forwarded = forwarded_.load();
   // A new mode starts with a keyframe: an inter frame would carry the last mode's picture on.
   bool key = want_keyframe_.exchange(false) || forwarded != encoded_after_forward_ ||
-             (encoded_any_ && mode != encoded_mode_);
+             (encoded_mode_ && mode != *encoded_mode_);
   encoded_after_forward_ = forwarded;
   encoded_mode_ = mode;
-  encoded_any_ = true;
   if (cfg_.keyframe_period_ms > 0 && item.decoded_ms >= next_keyframe_ms_) {
     // This session's periodic keyframe, at its phase; unless one went out less than half a
     // period ago (its first frame, a viewer's join), which counts for it.

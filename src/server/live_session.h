@@ -27,6 +27,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -404,8 +405,7 @@ class LiveSession {
   CommandQueue commands_;
   void ApplyCommands();  // worker (the executor's turn, or the session's own thread)
   std::atomic<Mode> mode_{Mode::kAnonymize};  // written by a command, under emit_mu_
-  Mode encoded_mode_ = Mode::kAnonymize;      // worker thread: the mode of the last frame encoded
-  bool encoded_any_ = false;                  // worker thread: the current encoder has encoded a frame
+  std::optional<Mode> encoded_mode_;          // worker thread: the current encoder's last frame's mode
   std::atomic<bool> want_keyframe_{true};
   std::atomic<double> last_keyframe_request_ms_{0};
   std::atomic<uint64_t> frames_in_{0}, frames_out_{0}, stale_{0}, decode_errors_{0};
