@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "core/clock.h"
+#include "core/thread_cpu.h"
 #include "transport/rtp/payload_types.h"
 
 namespace veil {
@@ -64,7 +65,10 @@ Result<std::unique_ptr<RtpPublisher>> RtpPublisher::Start(ClipPtr clip, const Pu
     if (!sock) return sock.status();
     p->audio_sock_ = std::move(*sock);
   }
-  p->thread_ = std::thread([q = p.get()] { q->Run(); });
+  p->thread_ = std::thread([q = p.get()] {
+    NameThisThread("publish");
+    q->Run();
+  });
   return p;
 }
 

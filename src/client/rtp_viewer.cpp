@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "core/clock.h"
+#include "core/thread_cpu.h"
 
 namespace veil {
 namespace {
@@ -39,6 +40,7 @@ Result<std::unique_ptr<RtpViewer>> RtpViewer::Start(const ViewerConfig& c, OnFra
     v->audio_ = std::move(*a);
     v->audio_port_ = v->audio_.port();
     v->audio_thread_ = std::thread([p = v.get()] {
+      NameThisThread("view-audio");
       std::vector<uint8_t> buf(2048);
       while (!p->stop_) {
         if (p->audio_.Receive(buf.data(), buf.size(), 100) > 0) {

@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include "core/clock.h"
+#include "core/thread_cpu.h"
 
 namespace veil {
 namespace {
@@ -105,7 +106,10 @@ Result<std::unique_ptr<ClusterRegistry>> ClusterRegistry::Start(const ClusterSet
   r->m_degraded_ = &metrics->GetGauge("veil_cluster_degraded", "1 while Redis is unreachable (sessions are placed locally)");
   r->m_redirects_ = &metrics->GetCounter("veil_cluster_redirects_total", "Requests answered 307 to another node");
   r->Beat();  // registered before the first request
-  r->thread_ = std::thread([p = r.get()] { p->Loop(); });
+  r->thread_ = std::thread([p = r.get()] {
+    NameThisThread("cluster");
+    p->Loop();
+  });
   return r;
 }
 

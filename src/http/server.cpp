@@ -16,6 +16,8 @@
 #include <boost/beast/http.hpp>
 #include <spdlog/spdlog.h>
 
+#include "core/thread_cpu.h"
+
 namespace veil::http {
 namespace {
 
@@ -324,10 +326,16 @@ Result<std::unique_ptr<Server>> Server::Start(const Router* router, const std::s
   if (ec)
     return Status::Error("cannot listen on " + where + " (" + ec.message() + "; in use, or not an address of this machine)");
   impl->port = impl->acceptor.local_endpoint(ec).port();
-  impl->pool = std::make_unique<net::thread_pool>(size_t(std::max(1, limits.threads)));
+  {
+    const ThreadNameScope named("http");  // the pool's threads start with this name
+    impl->pool = std::make_unique<net::thread_pool>(size_t(std::max(1, limits.threads)));
+  }
   Impl* p = impl.get();
   p->Accept();
-  p->io_thread = std::thread([p] { p->Run(); });
+  p->io_thread = std::thread([p] {
+    NameThisThread("http-io");
+    p->Run();
+  });
   return std::unique_ptr<Server>(new Server(std::move(impl)));
 }
 

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "core/clock.h"
+#include "core/thread_cpu.h"
 #include "vision/second_look.h"
 
 namespace veil {
@@ -124,7 +125,10 @@ Result<std::unique_ptr<AiRouter>> AiRouter::Start(const RouterConfig& c,
   }
   r->UpdateGauges();
   for (size_t i = 0; i < r->targets_.size(); ++i)
-    r->targets_[i]->prober = std::thread([p = r.get(), i] { p->ProbeLoop(int(i)); });
+    r->targets_[i]->prober = std::thread([p = r.get(), i] {
+      NameThisThread("probe");
+      p->ProbeLoop(int(i));
+    });
   return r;
 }
 

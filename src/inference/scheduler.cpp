@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "core/clock.h"
+#include "core/thread_cpu.h"
 
 namespace veil {
 
@@ -79,7 +80,10 @@ Result<std::unique_ptr<InferenceScheduler>> InferenceScheduler::Create(
     s->detectors_.push_back(std::move(*d));
   }
   for (auto& d : s->detectors_)
-    s->threads_.emplace_back([p = s.get(), det = d.get()] { p->Run(det); });
+    s->threads_.emplace_back([p = s.get(), det = d.get()] {
+      NameThisThread("infer");
+      p->Run(det);
+    });
   return s;
 }
 

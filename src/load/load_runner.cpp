@@ -84,6 +84,8 @@ json StageResult::ToJson() const {
   if (refused > 0) j["refusal"] = refusal;
   for (const auto& [k, v] : stage_mean_ms) j["stage_mean_ms"][k] = v;
   for (const auto& [k, v] : stage_p99_ms) j["stage_p99_ms"][k] = v;
+  j["server_cpu_pct_by_threads"] = json::object();
+  for (const auto& [k, v] : server_cpu_pct_by_threads) j["server_cpu_pct_by_threads"][k] = v;
   j["nodes"] = json::object();
   for (const auto& [url, n] : nodes) j["nodes"][url] = n.ToJson();
   return j;

@@ -79,6 +79,10 @@ struct StageResult {
   double shed_level_mean = 0, shed_level_max = 0;
   double server_cpu_pct = 0, tool_cpu_pct = 0;
   double server_cpu_ms_per_frame = 0;  // server CPU over the window / frames sent
+  // The server's CPU over the window by kind of thread (veil_thread_cpu_seconds_total{threads}),
+  // % of one core, summed over the nodes: "frame" (the executor), "unnamed" (GStreamer's
+  // streaming threads foremost), "http", ...
+  std::map<std::string, double> server_cpu_pct_by_threads;
   // The page poller over the window (page_poll_ms > 0): snapshots fetched per second and their mean request time.
   double page_snapshots_per_s = 0, page_snapshot_ms = 0, page_failures = 0;
   std::map<std::string, double> stage_mean_ms, stage_p99_ms;  // server stages, per frame

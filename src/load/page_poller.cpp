@@ -4,6 +4,7 @@
 
 #include "core/clock.h"
 #include "core/metrics.h"
+#include "core/thread_cpu.h"
 
 namespace veil {
 
@@ -16,7 +17,10 @@ Result<std::unique_ptr<PagePoller>> PagePoller::Start(const std::string& server,
   p->api_ = std::move(*api);
   p->sessions_ = std::move(sessions);
   p->interval_ms_ = interval_ms;
-  p->thread_ = std::thread([raw = p.get()] { raw->Run(); });
+  p->thread_ = std::thread([raw = p.get()] {
+    NameThisThread("page");
+    raw->Run();
+  });
   return p;
 }
 

@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -81,6 +83,22 @@ std::string MarkdownTable(const std::vector<LoadRun>& runs) {
   if (!late.empty())
     o += "\n| config | sessions | frames later than the p99 mark end to end | one-second slices with any | in the worst slice |\n"
          "|---|---|---|---|---|\n" + late;
+  // Where the server's CPU went, by kind of thread (veil_thread_cpu_seconds_total).
+  std::string by_threads;
+  for (const LoadRun& r : runs)
+    for (const StageResult& s : r.stages) {
+      if (s.window_s <= 0 || s.server_cpu_pct_by_threads.empty()) continue;
+      std::vector<std::pair<double, std::string>> kinds;
+      for (const auto& [kind, pct] : s.server_cpu_pct_by_threads) kinds.emplace_back(pct, kind);
+      std::sort(kinds.rbegin(), kinds.rend());
+      std::string list;
+      for (const auto& [pct, kind] : kinds)
+        if (pct >= 0.5) list += fmt::format("{}{} {:.0f}%", list.empty() ? "" : ", ", kind, pct);
+      by_threads += fmt::format("| {} | {} | {:.0f}% | {} |\n", Label(r), SessionsCell(s), s.server_cpu_pct, list);
+    }
+  if (!by_threads.empty())
+    o += "\n| config | sessions | server CPU | by kind of thread (% of one core; frame: the frame executor, unnamed: "
+         "GStreamer's streaming threads foremost) |\n|---|---|---|---|\n" + by_threads;
   // Through a cluster's entry URL: where the sessions landed and how each node did.
   bool spread = false;
   for (const LoadRun& r : runs)

@@ -131,6 +131,14 @@ void FillStageFigures(const LoadOptions& o, const LoadSessions& sessions, const 
     const double cpu = 100.0 * (SumValue(w.m1.at(url), "veil_process_cpu_seconds_total") -
                                 SumValue(w.m0.at(url), "veil_process_cpu_seconds_total")) / window_s;
     res.server_cpu_pct += cpu;
+    // By kind of thread: each series' growth over the window (a kind first seen at its end counts whole).
+    for (const PromSample& later : w.m1.at(url)) {
+      if (later.name != "veil_thread_cpu_seconds_total") continue;
+      const auto kind = later.labels.find("threads");
+      if (kind == later.labels.end()) continue;
+      const double before = SumValue(w.m0.at(url), later.name, {{"threads", kind->second}});
+      res.server_cpu_pct_by_threads[kind->second] += 100.0 * (later.value - before) / window_s;
+    }
     out_frames += SumValue(w.m1.at(url), "veil_session_frames_sent_total") - SumValue(w.m0.at(url), "veil_session_frames_sent_total");
     auto it = res.nodes.find(url);
     if (it == res.nodes.end()) continue;  // the entry node took no session

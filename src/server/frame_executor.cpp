@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <string>
 
+#include "core/thread_cpu.h"
+
 namespace veil {
 
 Result<std::shared_ptr<FrameExecutor>> FrameExecutor::Start(int threads) {
@@ -10,7 +12,10 @@ Result<std::shared_ptr<FrameExecutor>> FrameExecutor::Start(int threads) {
     return Status::Error("the frame executor needs 1..1024 threads, got " + std::to_string(threads));
   std::shared_ptr<FrameExecutor> e(new FrameExecutor(threads));
   e->threads_.reserve(size_t(threads));
-  for (int i = 0; i < threads; ++i) e->threads_.emplace_back([p = e.get()] { p->Loop(); });
+  for (int i = 0; i < threads; ++i) e->threads_.emplace_back([p = e.get()] {
+    NameThisThread("frame");
+    p->Loop();
+  });
   return e;
 }
 

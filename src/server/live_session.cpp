@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/clock.h"
+#include "core/thread_cpu.h"
 #include "server/period_phases.h"
 
 namespace veil {
@@ -115,7 +116,10 @@ Result<std::unique_ptr<LiveSession>> LiveSession::Start(const std::string& id, c
     s->audio_ = std::move(*a);
   }
   if (executor) s->executor_ = std::move(executor);
-  else s->worker_ = std::thread([p = s.get()] { p->Work(); });
+  else s->worker_ = std::thread([p = s.get()] {
+    NameThisThread("session");
+    p->Work();
+  });
   s->decode_on_executor_ = c.decode_on_executor && s->executor_;
   if (c.ingest == IngestKind::kWebRtc) return s;  // the WHIP publisher attaches later
   RtpReceiverConfig rc;

@@ -68,6 +68,7 @@ void SessionManager::ShedNode(double now, const std::vector<std::string>& overlo
 
 void SessionManager::Housekeeping() {
   double last_cpu = ProcessCpuMs(), last_wall = NowMs();
+  thread_cpu_counted_ = thread_cpu_.Sample();  // the kinds count from here on, as the process's CPU does
   for (;;) {
     {
       MutexLock lk(hk_mu_);
@@ -79,6 +80,18 @@ void SessionManager::Housekeeping() {
       const double cpu = ProcessCpuMs();
       m_cpu_pct_->Set(100.0 * (cpu - last_cpu) / (now - last_wall));
       m_cpu_s_->Inc((cpu - last_cpu) / 1000.0);
+      for (const auto& [kind, seconds] : thread_cpu_.Sample()) {
+        double& counted = thread_cpu_counted_[kind];
+        if (seconds > counted)
+          metrics_
+              ->GetCounter("veil_thread_cpu_seconds_total",
+                           "Process CPU time by kind of thread (veil-frame: the frame executor; veil-session: a session's own "
+                           "worker; veil-infer: detections; veil-http; unnamed: threads veil did not start, GStreamer's "
+                           "streaming threads foremost), s",
+                           {{"threads", kind}})
+              .Inc(seconds - counted);
+        counted = std::max(counted, seconds);
+      }
       {
         MutexLock lk(mu_);
         if (LearnCosts(cpu - last_cpu, now - last_wall) > 0) memory_unsaved_ = true;

@@ -11,6 +11,7 @@
 #include <spdlog/spdlog.h>
 
 #include "core/clock.h"
+#include "core/thread_cpu.h"
 #include "server/transcode_timing.h"
 #include "transport/net/udp.h"
 
@@ -92,7 +93,10 @@ Result<std::unique_ptr<SessionManager>> SessionManager::Start(const ServerDeps& 
   const double t0 = NowMs();
   WarmUpWebRtc();
   spdlog::info("WebRTC ready in {:.0f} ms (ICE on {} only)", NowMs() - t0, d.server.webrtc.ice_address);
-  m->housekeeping_ = std::thread([p = m.get()] { p->Housekeeping(); });
+  m->housekeeping_ = std::thread([p = m.get()] {
+    NameThisThread("house");
+    p->Housekeeping();
+  });
   return m;
 }
 

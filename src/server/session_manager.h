@@ -23,6 +23,7 @@
 #include "config/config.h"
 #include "core/metrics.h"
 #include "core/mutex.h"
+#include "core/thread_cpu.h"
 #include "inference/fault_injection.h"
 #include "inference/ai_router.h"
 #include "server/capacity.h"
@@ -298,6 +299,10 @@ class SessionManager {
   // CPU once a second by the housekeeping.
   const std::shared_ptr<TakeBackBudget> take_back_ = std::make_shared<TakeBackBudget>();
   uint64_t take_backs_held_seen_ = 0;  // housekeeping: take_back_->held() already counted
+  // The process's CPU by kind of thread (veil_thread_cpu_seconds_total{threads}): sampled by
+  // the housekeeping once a second; what each kind's counter already holds.
+  ThreadCpuSampler thread_cpu_;
+  std::map<std::string, double> thread_cpu_counted_;
   Counter* m_take_backs_held_ = nullptr;
   // server.capacity_state (written by StartCapacity, then the housekeeping thread, then the destructor).
   CapacityKey memory_key_;

@@ -10,6 +10,7 @@
 #include <set>
 #include <thread>
 
+#include "load/prom_text.h"
 #include "server_harness.h"
 #include "transport/net/udp.h"
 
@@ -85,6 +86,17 @@ TEST(Server, TwoPublishersGetEveryFacePixelatedAtFullRate) {
                            "veil_ai_target_active_streams{target=\"local\"} 2", "veil_process_cpu_percent",
                            "veil_capacity_sessions", "veil_headroom_ratio"})
     EXPECT_NE(metrics.text.find(name), std::string::npos) << name;
+  // The process's CPU by kind of thread: the frame executor's threads did the frames' work,
+  // and no kind took more than the whole process.
+  {
+    const auto parsed = ParsePromText(metrics.text);
+    const double process = SumValue(parsed, "veil_process_cpu_seconds_total");
+    const double frame = SumValue(parsed, "veil_thread_cpu_seconds_total", {{"threads", "frame"}});
+    const double all = SumValue(parsed, "veil_thread_cpu_seconds_total");
+    EXPECT_GT(frame, 0.5) << "two sessions' 8 s of frames, yet the frame executor's threads took no CPU";
+    EXPECT_GT(frame, 0.5 * all) << "the frames' work is the most of a node's CPU";
+    EXPECT_LT(all, process + 1.5) << "the kinds added up to more than the process took";
+  }
   // Prometheus naming conventions (base units, _total on counters): promtool prints nothing.
   const RunResult lint = PromtoolCheck(metrics.text);
   EXPECT_EQ(lint.rc, 0) << lint.out;

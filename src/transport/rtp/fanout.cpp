@@ -1,6 +1,7 @@
 #include "transport/rtp/fanout.h"
 
 #include "core/clock.h"
+#include "core/thread_cpu.h"
 
 namespace veil {
 
@@ -34,7 +35,10 @@ Status Fanout::Add(const std::string& key, Sink sink, bool inline_send) {
   v->sink = std::move(sink);
   v->inline_send = inline_send;
   Viewer* p = v.get();
-  if (!inline_send) v->thread = std::thread([this, p] { Run(p); });
+  if (!inline_send) v->thread = std::thread([this, p] {
+    NameThisThread("fanout");
+    Run(p);
+  });
   viewers_.emplace(key, std::move(v));
   return Status::Ok();
 }

@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "core/clock.h"
+#include "core/thread_cpu.h"
 
 namespace veil {
 
@@ -15,7 +16,10 @@ Result<std::unique_ptr<UdpRelay>> UdpRelay::Start(const std::string& address, in
   r->in_ = std::move(*in);
   r->out_ = std::move(*out);
   r->port_ = r->in_.port();
-  r->thread_ = std::thread([p = r.get()] { p->Run(); });
+  r->thread_ = std::thread([p = r.get()] {
+    NameThisThread("relay");
+    p->Run();
+  });
   return r;
 }
 

@@ -60,13 +60,18 @@ StageWindow Window(bool b_still_there) {
   const std::string x1 = Series("x", 0, 0, 0, 700, 70, 700, 700, 0, 0, 6);
   w.m0[kNode] = ParsePromText(Series("a", 50, 100, 100, 100, 1.5, 110, 100, 0, 0, 0) +
                               Series("b", 0, 0, 100, 100, 3.0, 100, 100, 0, 0, 0) + x0 +
-                              "veil_process_cpu_seconds_total 100\n");
+                              "veil_process_cpu_seconds_total 100\n"
+                              "veil_thread_cpu_seconds_total{threads=\"frame\"} 90\n"
+                              "veil_thread_cpu_seconds_total{threads=\"unnamed\"} 6\n");
   // In the window: a 600 frames (300 <= 10 ms, 300 in 10-20 ms, 9 s), 610 in, 10 stale, 5
   // fail-closed, shed level 2; b 560 frames (all 20-40 ms, 16.8 s), 600 in, 40 stale, level 4.
   w.m1[kNode] = ParsePromText(Series("a", 350, 700, 700, 700, 10.5, 720, 700, 10, 5, 2) +
                               "veil_session_decodes_given_up_total{session=\"a\"} 29\n" +
                               (b_still_there ? Series("b", 0, 0, 660, 660, 19.8, 700, 660, 40, 0, 4) : "") + x1 +
-                              "veil_process_cpu_seconds_total 130\n");
+                              "veil_process_cpu_seconds_total 130\n"
+                              "veil_thread_cpu_seconds_total{threads=\"frame\"} 117\n"
+                              "veil_thread_cpu_seconds_total{threads=\"unnamed\"} 8\n"
+                              "veil_thread_cpu_seconds_total{threads=\"http\"} 0.2\n");
   w.v0 = {Viewer(1000, 0), Viewer(1000, 0)};
   w.v1 = {Viewer(2998, 2), Viewer(3000, 0)};
   return w;
@@ -101,6 +106,12 @@ TEST(StageFigures, TheWindowsDeltasOfTheStagesOwnSessionsByHand) {
   // The node's CPU: 30 s in 20 s; per frame over every frame it sent (x's 600 too): 30000 / 1760.
   EXPECT_NEAR(res.server_cpu_pct, 150, 1e-9);
   EXPECT_NEAR(res.server_cpu_ms_per_frame, 30000.0 / 1760, 1e-9);
+  // By kind of thread: frame 27 s and unnamed 2 s of the window's 20; http first seen at the
+  // window's end (a kind that started in it) counts whole.
+  ASSERT_EQ(res.server_cpu_pct_by_threads.size(), 3u);
+  EXPECT_NEAR(res.server_cpu_pct_by_threads.at("frame"), 135, 1e-9);
+  EXPECT_NEAR(res.server_cpu_pct_by_threads.at("unnamed"), 10, 1e-9);
+  EXPECT_NEAR(res.server_cpu_pct_by_threads.at("http"), 1, 1e-9);
   // Per stage: the queue_wait histogram is absent here, so 0, not a neighbour's figure.
   EXPECT_DOUBLE_EQ(res.stage_mean_ms.at("queue_wait"), 0);
   ASSERT_EQ(res.nodes.count(kNode), 1u);
