@@ -161,7 +161,22 @@ double CapacityModel::Ratio(VideoCodec codec, Mode mode) const {
 
 double CapacityModel::RatioLocked(VideoCodec codec, Mode mode) const {
   auto it = learned_.find({codec, mode});
-  return it != learned_.end() && it->second.samples > 0 ? it->second.value : PriorRatio(mode, o_.bypass_forward, codec);
+  if (it != learned_.end() && it->second.samples > 0) return it->second.value;
+  const double prior = PriorRatio(mode, o_.bypass_forward, codec);
+  if (mode != Mode::kAnonymize || prior_detection_extra_ms_ == 0) return prior;
+  // The configured detection's cost beyond the default's, which the prior holds; never below
+  // half the prior (a cheaper detector saves at most its own share).
+  return std::max(0.5 * prior, prior + prior_detection_extra_ms_ / TranscodeMsLocked(codec));
+}
+
+void CapacityModel::SetPriorDetectionExtraMs(double ms) {
+  MutexLock lk(mu_);
+  prior_detection_extra_ms_ = std::isfinite(ms) ? ms : 0;
+}
+
+double CapacityModel::PriorDetectionExtraMs() const {
+  MutexLock lk(mu_);
+  return prior_detection_extra_ms_;
 }
 
 int CapacityModel::Samples(VideoCodec codec, Mode mode) const {

@@ -229,6 +229,12 @@ class CapacityModel {
   const CapacityOptions& options() const { return o_; }
   // How many samples a (codec, mode) ratio has learned from (0: the prior).
   int Samples(VideoCodec codec, Mode mode) const;
+  // The anonymize priors were learned with the default detection (YuNet at 640x360, every 3rd
+  // frame); a node configured otherwise pays this many ms more CPU per 720p frame for its
+  // detections (less when negative), timed at startup (server/detection_timing.h). Added to the
+  // anonymize prior of every codec until its sessions' own CPU replaces it.
+  void SetPriorDetectionExtraMs(double ms);
+  double PriorDetectionExtraMs() const;
   struct Cost {
     VideoCodec codec;
     Mode mode;
@@ -256,6 +262,7 @@ class CapacityModel {
   // Per codec: the timings kept (Retime) and the figures of the cheapest of them.
   std::map<VideoCodec, std::vector<TranscodeTiming>> timings_ GUARDED_BY(mu_);
   std::map<VideoCodec, double> transcode_ms_ GUARDED_BY(mu_);
+  double prior_detection_extra_ms_ GUARDED_BY(mu_) = 0;  // SetPriorDetectionExtraMs
   // A learned figure: the first samples average, later ones move it by kLearnRate.
   struct Learned {
     double value = 0;

@@ -197,6 +197,7 @@ void HttpApi::Routes() {
     body["capacity"]["transcode_timings_ms_by_codec"] = c.kept_timings_by_codec;  // the figure: the cheapest
     body["capacity"]["transcode_last_timing_ms_by_core"] = c.last_timing_by_core;  // the last timing's cores
     body["capacity"]["retimes"] = c.retimes;
+    body["capacity"]["prior_detection_extra_ms"] = c.prior_detection_extra_ms;
     body["capacity"]["admit_speed_step"] = c.plan_speed_step;
     body["capacity"]["admit_speed_step_by_codec"] = c.plan_step_by_codec;  // held to each codec's ladder
     if (!c.memory.empty()) body["capacity"]["memory"] = c.memory;  // server.capacity_state

@@ -9,6 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include "core/clock.h"
+#include "server/detection_timing.h"
 #include "server/session_manager.h"
 #include "server/transcode_timing.h"
 
@@ -64,6 +65,24 @@ Status SessionManager::StartCapacity(MetricsRegistry* metrics) {
   }
   if (transcode.empty()) return Status::Error("cannot time a standalone transcode: the capacity model has no limit");
   capacity_ = std::make_unique<CapacityModel>(co, transcode, encode, plan_ratio, prior_ratio, prior_mosaic_ratio);
+  // Detection configured otherwise than the default the anonymize priors were learned with: its
+  // cost beyond the default's, timed now (in-process detection only: a remote target's runs on
+  // its worker).
+  const bool in_process = std::any_of(deps_.server.targets.begin(), deps_.server.targets.end(),
+                                      [](const TargetSpec& t) { return t.local(); });
+  std::string detection_note;
+  if (in_process) {
+    if (auto x = MeasureDetectionExtra(deps_.detector, deps_.privacy); !x) {
+      spdlog::warn("capacity: cannot time the configured detection against the default's ({}): the anonymize prior "
+                   "stays the default detection's",
+                   x.error());
+    } else if (x->configured_ms > 0) {
+      capacity_->SetPriorDetectionExtraMs(x->extra_ms);
+      detection_note = fmt::format("; the configured detection takes {:.1f} ms a 720p frame against the default's {:.1f} "
+                                   "({:+.1f} ms on the anonymize prior)",
+                                   x->configured_ms, x->default_ms, x->extra_ms);
+    }
+  }
   if (!deps_.server.capacity_state.empty()) {
     if (Status st = CheckCapacityStatePath(deps_.server.capacity_state); !st) return st;
     memory_key_ = ThisNodeKey(co.cores, deps_.cost_settings);
@@ -71,7 +90,7 @@ Status SessionManager::StartCapacity(MetricsRegistry* metrics) {
   }
   const CapacityState cs = Capacity();
   spdlog::info("capacity: {:g} cores, a standalone 720p transcode takes {} (timed in {:.0f} ms); limit {:.1f} {} "
-               "sessions; {}",
+               "sessions; {}{}",
                co.cores,
                [&] {
                  std::string t;
@@ -83,7 +102,8 @@ Status SessionManager::StartCapacity(MetricsRegistry* metrics) {
                deps_.server.max_sessions > 0
                    ? fmt::format("server.max_sessions = {} (fixed)", deps_.server.max_sessions)
                    : fmt::format("admits {} ({} {:.2f}x the transcode, {:.0f}% of the cores)", cs.capacity_sessions,
-                                 cs.learned ? "learned" : "prior", cs.ratio, 100 * co.cpu_share));
+                                 cs.learned ? "learned" : "prior", cs.ratio, 100 * co.cpu_share),
+               detection_note);
   m_capacity_ = &metrics->GetGauge("veil_capacity_sessions",
                                       "Default sessions (vp8 720p30, the default mode) this node carries when empty");
   m_headroom_ = &metrics->GetGauge("veil_headroom_ratio", "Share of the session CPU budget not yet taken (0..1)");
@@ -267,6 +287,7 @@ CapacityState SessionManager::Capacity() const {
   c.load_ms_per_s = LoadMsPerS();
   c.saturated_seconds = learner_.saturated_steps();
   c.retimes = retimes_.load();
+  c.prior_detection_extra_ms = capacity_->PriorDetectionExtraMs();
   for (const VideoCodecInfo& vc : VideoCodecs())
     if (auto kept = capacity_->KeptTimings(vc.codec); !kept.empty()) c.kept_timings_by_codec[vc.name] = std::move(kept);
   for (const auto& [codec, cores] : timed_by_core_)

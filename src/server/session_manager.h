@@ -67,6 +67,9 @@ struct CapacityState {
   bool learned = false;         // the ratio was learned from running sessions (else the prior)
   int64_t saturated_seconds = 0;  // seconds not learned from: the process above 80% of the cores
   int64_t retimes = 0;            // server.retime_s: standalone transcodes timed again while idle
+  // The configured detection's CPU per 720p frame beyond the default's, on the anonymize prior
+  // (CapacityModel::SetPriorDetectionExtraMs; 0: the default detection, or not timed).
+  double prior_detection_extra_ms = 0;
   // Per codec, the timings the model's transcode figure is the cheapest of (startup's first).
   std::map<std::string, std::vector<double>> kept_timings_by_codec;
   // Per codec, the last timing taken, core by core (TimeTranscode; its figure their harmonic mean).

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <map>
 #include <string>
 #include <thread>
 
@@ -32,6 +33,7 @@ TEST(Server, AdmitsByMeasuredCapacity) {
   EXPECT_GT(transcode, 0.5);
   EXPECT_NEAR(cap["limit_sessions"].get<double>(), (1000.0 / 30) / transcode, 1e-6);
   EXPECT_EQ(cap["cost_saturated_seconds"].get<int>(), 0);  // an idle node has skipped nothing
+  EXPECT_EQ(cap["prior_detection_extra_ms"].get<double>(), 0) << "the default detection, which the prior holds";
   // Admission plans the encoder three speed steps faster (server.admit_speed_step), held to each
   // codec's ladder: x264 from veryfast has three steps, so H.264 plans at 2, ultrafast. No session
   // has run yet: step 0's encode is the standalone transcode's encode (a part of it), and the step
@@ -151,6 +153,32 @@ Learned Vp8Anonymize(ServerProcess& server) {
   return l;
 }
 }  // namespace
+
+// A node configured with dearer detection (a 1280x720 copy on every frame: 12x the default's
+// work) times it at startup beside the default's, and its anonymize prior grows by the
+// difference: it admits fewer anonymized sessions than its transcode alone would say.
+TEST(Server, AFreshNodesAnonymizePriorHoldsItsConfiguredDetection) {
+  ServerProcess server({"--cores", "2", "--detect-size", "1280x720", "--detect-every", "1"});
+  ASSERT_TRUE(server.ok()) << server.log();
+  const json cap = server.Call("GET", "/readyz").body["capacity"];
+  const double extra = cap["prior_detection_extra_ms"].get<double>();
+  EXPECT_GT(extra, 1.0) << cap.dump();
+  for (const json& k : cap["costs"]) {
+    const double transcode = cap["transcode_ms_by_codec"][k["codec"].get<std::string>()].get<double>();
+    // The priors (docs/capacity.md "The cost model"): anonymize VP8 1.8x, H.264 1.4x; bypass
+    // (forwarding) 0.3x; full_blur VP8 0.9x, H.264 1.2x.
+    const std::map<std::string, double> priors = {{"vp8 anonymize", 1.8}, {"h264 anonymize", 1.4},
+                                                  {"vp8 bypass", 0.3},    {"h264 bypass", 0.3},
+                                                  {"vp8 full_blur", 0.9}, {"h264 full_blur", 1.2}};
+    const double prior = priors.at(k["codec"].get<std::string>() + " " + k["mode"].get<std::string>());
+    EXPECT_EQ(k["samples"], 0);
+    // By hand: the prior times this start's transcode, plus the extra on anonymize alone.
+    EXPECT_NEAR(k["cpu_ms_per_720p_frame"].get<double>(), prior * transcode + (k["mode"] == "anonymize" ? extra : 0.0),
+                1e-6)
+        << k.dump();
+  }
+  EXPECT_NE(server.log().find("the configured detection takes"), std::string::npos) << server.log();
+}
 
 TEST(Server, ARestartedNodeKeepsWhatItsCapacityModelLearned) {
   ASSERT_GT(Source().frames, 100);

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <map>
 #include <string>
 #include <utility>
@@ -45,6 +46,33 @@ TEST(Capacity, CostScalesWithPixelsAndFrameRateFromThePrior) {
   reencode.bypass_forward = false;
   EXPECT_NEAR(CapacityModel(reencode, {{VideoCodec::kVp8, 10.0}}).CostMsPerS(Session(Mode::kBypass)), 1.6 * 10 * 30, 1e-9);
   EXPECT_EQ(m.Samples(VideoCodec::kVp8, Mode::kAnonymize), 0);
+}
+
+// A node whose detection costs more (or less) than the default's, which the anonymize prior
+// holds: the difference per 720p frame is added to every codec's anonymize prior, scaled with
+// pixels like the rest, until the sessions' own CPU replaces it; no other mode moves.
+TEST(Capacity, TheConfiguredDetectionsExtraCostIsOnTheAnonymizePriorUntilLearned) {
+  CapacityModel m(TwoCores(), {{VideoCodec::kVp8, 10.0}, {VideoCodec::kH264, 20.0}});
+  m.SetPriorDetectionExtraMs(4.0);
+  EXPECT_DOUBLE_EQ(m.PriorDetectionExtraMs(), 4.0);
+  // VP8: 1.8 x 10 + 4 = 22 ms a 720p frame (2.2x); H.264: 1.4 x 20 + 4 = 32 (1.6x).
+  EXPECT_NEAR(m.CostMsPerFrame(Session(Mode::kAnonymize)), 22, 1e-9);
+  EXPECT_NEAR(m.Ratio(VideoCodec::kVp8, Mode::kAnonymize), 2.2, 1e-9);
+  EXPECT_NEAR(m.CostMsPerFrame(Session(Mode::kAnonymize, 0, 0, 0, VideoCodec::kH264)), 32, 1e-9);
+  EXPECT_NEAR(m.CostMsPerFrame(Session(Mode::kAnonymize, 640, 360)), 22.0 / 4, 1e-9);
+  EXPECT_NEAR(m.CostMsPerFrame(Session(Mode::kBypass)), 0.3 * 10, 1e-9);
+  EXPECT_NEAR(m.CostMsPerFrame(Session(Mode::kFullBlur)), 0.9 * 10, 1e-9);
+  // Learned: the sessions' own figure, which holds their detection already.
+  m.Learn(Session(Mode::kAnonymize), 15.0);
+  EXPECT_NEAR(m.CostMsPerFrame(Session(Mode::kAnonymize)), 15, 1e-9);
+  EXPECT_NEAR(m.CostMsPerFrame(Session(Mode::kAnonymize, 0, 0, 0, VideoCodec::kH264)), 32, 1e-9);  // not learned
+  // A cheaper detection lowers the prior, by at most half of it.
+  m.SetPriorDetectionExtraMs(-2.0);
+  EXPECT_NEAR(m.CostMsPerFrame(Session(Mode::kAnonymize, 0, 0, 0, VideoCodec::kH264)), 26, 1e-9);
+  m.SetPriorDetectionExtraMs(-100.0);
+  EXPECT_NEAR(m.CostMsPerFrame(Session(Mode::kAnonymize, 0, 0, 0, VideoCodec::kH264)), 0.5 * 1.4 * 20, 1e-9);
+  m.SetPriorDetectionExtraMs(std::nan(""));
+  EXPECT_NEAR(m.CostMsPerFrame(Session(Mode::kAnonymize, 0, 0, 0, VideoCodec::kH264)), 28, 1e-9);
 }
 
 TEST(Capacity, LearnsTheRatioFromMeasuredCpuPerFrame) {
