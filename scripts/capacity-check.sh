@@ -7,7 +7,8 @@
 #  2. "auto": a fresh server with server.max_sessions = auto learns on a ramp, then is offered 8
 #     anonymized (24 forwarded) sessions at once; the stage it refuses in part runs with the sessions it admitted (veil
 #     load --run-admitted); the tables show how many it admitted and whether they passed.
-# Tables in $OUT (out/capacity). Env: STAGE_SECONDS (20), AUTO_ARGS (more flags for the auto server,
+# Tables in $OUT (out/capacity). Env: STAGE_SECONDS (20), SERVER_ARGS (more flags for both servers, e.g.
+# "--detect-every 1"), AUTO_ARGS (more flags for the auto server,
 # e.g. "--cpu-share 0.75"), IDLE_FIRST (seconds the auto server waits idle before its first stage), SKIP_MEASURED (set: only the auto server), FRESH (set: the auto server
 # is offered its 8 (24) at once with nothing learned, no ramp: what the priors admit), VEIL_BIN (another
 # build of veil, for a before/after run), AUTO_ALL_STAGES (set: the auto run tries every stage even after one fails, to show what it admits), BUILD_DIR (build), KINDS (all four: a space-separated
@@ -46,7 +47,8 @@ run() {  # $1 label, $2 mode, $3 input, $4 stages, $5 auto stages
   local label=$1 mode=$2 input=$3 stages=$4 auto=$5
   case " ${KINDS:-vp8-anonymize vp8-bypass h264-anonymize h264-bypass} " in *" $label "*) ;; *) return 0 ;; esac
   if [ -z "${SKIP_MEASURED:-}" ]; then
-    start_server "$label-measured" --max-sessions 32 --mode "$mode"
+    # shellcheck disable=SC2086
+    start_server "$label-measured" --max-sessions 32 --mode "$mode" ${SERVER_ARGS:-}
     "$veil" load --server "$url" -i "$input" --stages "$stages" --stage-seconds "$secs" --all-stages \
       --label "$label fixed cap" --out "$out/$label-measured" || true
     capacity > "$out/$label-model.json"
@@ -54,7 +56,7 @@ run() {  # $1 label, $2 mode, $3 input, $4 stages, $5 auto stages
   fi
   # shellcheck disable=SC2086
   [ -n "${FRESH:-}" ] && auto=${auto##*,}  # the offer alone
-  start_server "$label-auto" --mode "$mode" ${AUTO_ARGS:-}
+  start_server "$label-auto" --mode "$mode" ${SERVER_ARGS:-} ${AUTO_ARGS:-}
   curl -s "$url/readyz" > "$out/$label-auto-readyz-start.json"
   # IDLE_FIRST=S: the auto server waits S s idle before its first stage: it times its transcode
   # again meanwhile (server.retime_first_s, 5 s: twice within ~13 s of a 2-core node's start;
