@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <random>
 
 #include <opencv2/imgproc.hpp>
 
@@ -25,12 +24,12 @@ Result<double> TimeDetectionPassMs(const DetectorConfig& dc, const PrivacyConfig
   const cv::Size copy = FitSize(1280, 720, p.detect_box);
   const cv::Rect window = DetectWindow(copy, p.detect_trim);
   // Smooth shapes and fine grain, like a camera picture's small copy; the same every start.
-  std::mt19937 rng(4242);
-  cv::Mat small(std::max(2, copy.height / 24), std::max(2, copy.width / 24), CV_8UC3), bgr, grain(copy, CV_8UC3);
-  cv::randu(small, cv::Scalar::all(40), cv::Scalar::all(215));
-  cv::resize(small, bgr, copy, 0, 0, cv::INTER_CUBIC);
-  cv::randn(grain, cv::Scalar::all(0), cv::Scalar::all(6));
-  bgr += grain;
+  cv::Mat small(std::max(2, copy.height / 24), std::max(2, copy.width / 24), CV_32FC3), field, grain(copy, CV_32FC3), bgr;
+  cv::RNG rng(4242);
+  rng.fill(small, cv::RNG::UNIFORM, 40, 215);
+  cv::resize(small, field, copy, 0, 0, cv::INTER_CUBIC);
+  rng.fill(grain, cv::RNG::NORMAL, 0, 6);  // signed grain around the shapes
+  cv::Mat(field + grain).convertTo(bgr, CV_8UC3);
   const std::vector<cv::Mat> images{bgr(window).clone()};
   double best = -1;
   for (int i = 0; i <= std::max(1, passes); ++i) {
