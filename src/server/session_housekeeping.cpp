@@ -18,6 +18,16 @@ constexpr double kTickMs = 250;
 
 std::string SessionManager::OverloadReason() const {
   if (overloaded_since_ms_ < 0 || !deps_.server.shed) return "";
+  // The sessions that made it overloaded have all ended (deleted, or shed): it is not, though the
+  // housekeeping's next tick (up to 250 ms away) has yet to say so. A load that ends its late
+  // sessions and starts new ones at once was refused in that gap.
+  // (A session of the same id created since is another session.)
+  bool still_here = false;
+  for (const auto& [id, created_ms] : overloaded_ids_) {
+    auto it = sessions_.find(id);
+    still_here = still_here || (it != sessions_.end() && it->second.created_ms == created_ms);
+  }
+  if (!still_here) return "";
   return "node overloaded: " + overloaded_why_ + "; new viewers and sessions are refused until it recovers (server.shed)";
 }
 
@@ -25,6 +35,9 @@ void SessionManager::ShedNode(double now, const std::vector<std::string>& overlo
                               const std::vector<std::string>& behind,
                               std::vector<std::pair<std::string, std::pair<std::string, std::string>>>& ending) {
   m_overloaded_->Set(overloaded.empty() ? 0 : 1);
+  overloaded_ids_.clear();
+  for (const std::string& id : overloaded)
+    if (auto it = sessions_.find(id); it != sessions_.end()) overloaded_ids_.push_back({id, it->second.created_ms});
   if (overloaded.empty()) {
     if (overloaded_since_ms_ >= 0)
       AddEvent("node_recovered", "", fmt::format("no session is late at its last shed level after {:.1f} s",

@@ -319,6 +319,8 @@ class SessionManager {
   std::map<VideoCodec, std::vector<std::pair<int, double>>> timed_by_core_ GUARDED_BY(mu_);  // the last taken
   std::string memory_error_;      // the last save's error, logged once
   std::string overloaded_why_ GUARDED_BY(mu_);
+  // The sessions late at their last level at the last tick (id, created_ms): OverloadReason.
+  std::vector<std::pair<std::string, double>> overloaded_ids_ GUARDED_BY(mu_);
   double ShedEndAfterMs() const { return 2000.0 * deps_.server.shed_calm_s; }
   // Empty unless the node is overloaded and shedding: then why new viewers are refused.
   std::string OverloadReason() const REQUIRES(mu_);

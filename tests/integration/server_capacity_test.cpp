@@ -647,5 +647,43 @@ TEST(Server, ShedsEncoderSpeedThenCadenceThenViewersThenTheNewestSession) {
   EXPECT_EQ(server.Stop(), 0);
 }
 
+// An overloaded node refuses new sessions until it recovers, but not once the sessions that made
+// it overloaded have ended: a load that ends its late sessions and starts others at once (as
+// `veil load` does between stages) was refused for up to one housekeeping tick (250 ms) after
+// them, "node overloaded" by sessions that no longer ran. The refusal before, and the admission
+// right after the delete, with no wait between them.
+TEST(Server, AnOverloadedNodeTakesSessionsAgainOnceItsLateSessionsHaveEnded) {
+  ASSERT_GT(Source().frames, 100);
+  ServerProcess server({"--set", "inference.fault_injection=true", "--set", "server.shed_calm_s=1", "--set",
+                        "server.shed_high=1.5", "--set", "server.shed_low=1", "--set", "server.shed_warmup_s=1.2",
+                        "--max-sessions", "4"});
+  ASSERT_TRUE(server.ok()) << server.log();
+  for (int round = 0; round < 2; ++round) {  // the second: a session of the same id as the one that ended
+    const json s = CreateSession(server, {{"id", "late"}});
+    Feed feed(s, std::make_shared<SentLog>());
+    SleepMs(1500);
+    ASSERT_EQ(server.Call("PUT", "/v1/debug/sessions/late/cpu_hog", R"({"ms":45})").status, 200);
+    const double hog = NowMs();
+    bool overloaded = false;
+    while (!overloaded && NowMs() - hog < 15000) {
+      SleepMs(100);
+      overloaded = server.Call("GET", "/readyz").text.find("node overloaded") != std::string::npos;
+    }
+    ASSERT_TRUE(overloaded) << "the hogged session never reached its last level";
+    const Reply refused = server.Call("POST", "/v1/sessions", R"({"id":"other"})");
+    EXPECT_EQ(refused.status, 503) << refused.text;
+    EXPECT_NE(refused.text.find("node overloaded"), std::string::npos) << refused.text;
+    feed.Stop();
+    ASSERT_EQ(server.Call("DELETE", "/v1/sessions/late").status, 204);
+    const Reply next = server.Call("POST", "/v1/sessions", round == 0 ? R"({"id":"next"})" : R"({"id":"late"})");
+    EXPECT_EQ(next.status, 201) << next.text;
+    ASSERT_EQ(server.Call("DELETE", round == 0 ? "/v1/sessions/next" : "/v1/sessions/late").status, 204);
+    SleepMs(400);  // the tick that says the node recovered
+  }
+  const std::string events = server.Call("GET", "/v1/events").text;
+  EXPECT_NE(events.find("node_recovered"), std::string::npos) << events;
+  EXPECT_EQ(server.Stop(), 0);
+}
+
 }  // namespace
 }  // namespace veil::test
