@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Was a failed stage the machine's or veil's? (issue 12; docs/figures.md "a failed 5-session stage,
-# second by second"). A fixed-cap server (anonymize, plus $SERVER_ARGS) is given the stages
+# Was a failed stage the machine's or veil's? (issue 12; docs/figures.md "the marks at 55052c6,
+# and failed 5-session stages second by second"). A fixed-cap server (anonymize, plus $SERVER_ARGS) is given the stages
 # ${STAGES:-5,5,5} of ${INPUT:-the 720p VP8 clip} (20-s stages, every stage run), while
 # scripts/core-probe.cpp (built here into $BUILD_DIR/core-probe) times a fixed piece of work on
 # each core and how late each core's probe wakes, and scripts/metrics-seconds.py reads the

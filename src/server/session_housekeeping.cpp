@@ -18,10 +18,10 @@ constexpr double kTickMs = 250;
 
 std::string SessionManager::OverloadReason() const {
   if (overloaded_since_ms_ < 0 || !deps_.server.shed) return "";
-  // The sessions that made it overloaded have all ended (deleted, or shed): it is not, though the
-  // housekeeping's next tick (up to 250 ms away) has yet to say so. A load that ends its late
-  // sessions and starts new ones at once was refused in that gap.
-  // (A session of the same id created since is another session.)
+  // Not overloaded once every session that made it so has ended (deleted, or shed), though the
+  // housekeeping's next tick (up to 250 ms away) has yet to say so: a load that ended its late
+  // sessions and started others at once was refused in that gap. A session created since under
+  // the same id is another session.
   bool still_here = false;
   for (const auto& [id, created_ms] : overloaded_ids_) {
     auto it = sessions_.find(id);
