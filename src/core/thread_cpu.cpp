@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <pthread.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -25,6 +26,12 @@ ThreadNameScope::ThreadNameScope(std::string_view kind) {
 
 ThreadNameScope::~ThreadNameScope() {
   if (ok_) pthread_setname_np(pthread_self(), was_);
+}
+
+int64_t ThreadPageFaults() {
+  rusage u{};
+  if (getrusage(RUSAGE_THREAD, &u) != 0) return 0;
+  return int64_t(u.ru_minflt) + int64_t(u.ru_majflt);
 }
 
 std::string ThreadKindOf(std::string_view name) {

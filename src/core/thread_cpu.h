@@ -51,6 +51,11 @@ class ThreadCpuSampler {
   std::map<std::string, double> totals_;    // kind -> CPU seconds
 };
 
+// Page faults the kernel has counted to the calling thread (minor and major; getrusage
+// RUSAGE_THREAD), 0 where it cannot tell: a first touch of a fresh mapping, as a freshly
+// opened codec makes in its first frames.
+int64_t ThreadPageFaults();
+
 // One thread of this process as the kernel reports it (/proc/self/task/<tid>/stat): its name and
 // its CPU (user + system) in clock ticks. False: the thread is gone, or its line did not parse.
 bool ReadThreadStat(int64_t tid, std::string* name, uint64_t* cpu_ticks);

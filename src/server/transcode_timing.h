@@ -15,9 +15,14 @@ namespace veil {
 // CPUs this process may use: its affinity mask, capped by a cgroup v2 CPU quota (containers).
 double UsableCores();
 
+// Frames a freshly opened codec pair runs before its frames are timed: its first frames touch
+// its buffers for the first time (page faults; VP8 frames 1, 2 and 9 of the synthetic pan).
+constexpr int kWarmFrames = 12;
+
 // CPU ms per frame of a standalone decode + encode of `frames` frames of a
 // synthetic panning 1280x720 picture (textured like a camera picture) with
-// these encoder settings, after a warm-up keyframe. One thread, like a session.
+// these encoder settings, after a keyframe and kWarmFrames frames not timed. One thread, like
+// a session.
 Result<double> MeasureTranscodeMs(VideoCodec codec, const EncoderOptions& enc, int frames = 24);
 struct TranscodeTiming {
   double total_ms = 0;   // decode + encode, per frame
@@ -27,15 +32,19 @@ struct TranscodeTiming {
   double plan_encode_ratio = 0;
   // TimeTranscode: each core timed and its figure (decode + encode ms per frame).
   std::vector<std::pair<int, double>> by_core;
+  // Page faults per timed frame (the kernel's count for the timing thread; TimeTranscode: the
+  // most of its cores'): near 0 once the codecs are warm.
+  double faults_per_frame = 0;
 };
 // plan_step > 0 also times an encoder at that speed step on the same pictures, so the two
-// encodes differ by the step alone (what admission plans a session's encoder to save).
+// encodes differ by the step alone (what admission plans a session's encoder to save); it runs
+// the warm-up too. warm_frames: frames after the keyframe not timed.
 Result<TranscodeTiming> MeasureTranscode(VideoCodec codec, const EncoderOptions& enc, int frames = 24,
-                                         int plan_step = 0, int plan_frames = 12);
-// What a node admits by (startup, and Retime). One pass of 12 frames on each of up to
-// kTimedCores of the cores the calling thread may run on (TimedCores), the thread pinned to it,
-// and one more on the first of them, whose first pass runs cold (page faults, first use); each
-// core's cheaper pass counts (a burst of other work only ever adds time), and the node's figure
+                                         int plan_step = 0, int plan_frames = 12, int warm_frames = kWarmFrames);
+// What a node admits by (startup, and Retime). One pass of 12 frames (after the keyframe and
+// kWarmFrames not timed) on each of up to kTimedCores of the cores the calling thread may run on
+// (TimedCores), the thread pinned to it (two on a node of one core: the cheaper counts, as a
+// burst of other work only ever adds time), and the node's figure
 // is their harmonic mean: the frames per second its cores carry together, as the frame executor
 // spreads the sessions' frames over them. The cores of one VM were measured to differ by up to
 // 45% for minutes at a time, and a timing on one of them read whichever the thread ran on
