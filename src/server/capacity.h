@@ -345,9 +345,9 @@ class CostLearner {
 };
 
 // The prior ratio of a session's CPU per frame to a standalone transcode
-// before anything was learned (what sessions learned on this repo's 720p clips: anonymize
-// VP8 1.8x and H.264 1.4x, bypass 0.3x forwarding and 1.6x re-encoding, full_blur VP8 0.9x and H.264 1.2x;
-// docs/capacity.md "The cost model").
+// before anything was learned (what sessions learned on this repo's 720p clips, against the
+// warm timing: anonymize VP8 1.5x and H.264 1.6x, bypass forwarding VP8 0.3x and H.264 0.35x,
+// re-encoding 1.6x and 1.8x, full_blur VP8 0.75x and H.264 1.4x; docs/capacity.md "The cost model").
 double PriorRatio(Mode mode, bool bypass_forward = true, VideoCodec codec = VideoCodec::kVp8);
 
 // The prior share of an encode at a speed step of the default ladder (libvpx cpu-used -8, -10,

@@ -165,11 +165,11 @@ TEST(Server, AFreshNodesAnonymizePriorHoldsItsConfiguredDetection) {
   EXPECT_GT(extra, 1.0) << cap.dump();
   for (const json& k : cap["costs"]) {
     const double transcode = cap["transcode_ms_by_codec"][k["codec"].get<std::string>()].get<double>();
-    // The priors (docs/capacity.md "The cost model"): anonymize VP8 1.8x, H.264 1.4x; bypass
-    // (forwarding) 0.3x; full_blur VP8 0.9x, H.264 1.2x.
-    const std::map<std::string, double> priors = {{"vp8 anonymize", 1.8}, {"h264 anonymize", 1.4},
-                                                  {"vp8 bypass", 0.3},    {"h264 bypass", 0.3},
-                                                  {"vp8 full_blur", 0.9}, {"h264 full_blur", 1.2}};
+    // The priors (docs/capacity.md "The cost model"): anonymize VP8 1.5x, H.264 1.6x; bypass
+    // (forwarding) VP8 0.3x, H.264 0.35x; full_blur VP8 0.75x, H.264 1.4x.
+    const std::map<std::string, double> priors = {{"vp8 anonymize", 1.5},  {"h264 anonymize", 1.6},
+                                                  {"vp8 bypass", 0.3},     {"h264 bypass", 0.35},
+                                                  {"vp8 full_blur", 0.75}, {"h264 full_blur", 1.4}};
     const double prior = priors.at(k["codec"].get<std::string>() + " " + k["mode"].get<std::string>());
     EXPECT_EQ(k["samples"], 0);
     // By hand: the prior times this start's transcode, plus the extra on anonymize alone.
