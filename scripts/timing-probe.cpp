@@ -1,4 +1,4 @@
-// What a node's startup transcode timing holds (issue 12; docs/figures.md "What the startup
+// What a node's startup transcode timing holds (issue 12; docs/figures.md "what the startup
 // timing holds"). Built and run by scripts/timing-probe.sh against the build's static libraries.
 //   timing-probe timing [ROUNDS]   TimeTranscode (what `veil serve` times at startup, VP8 with the
 //                                  plan step 3, H.264 with 2), ROUNDS times; the page faults each took.

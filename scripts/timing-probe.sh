@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# What a node's startup transcode timing holds (issue 12; docs/figures.md "What the startup
+# What a node's startup transcode timing holds (issue 12; docs/figures.md "what the startup
 # timing holds"): scripts/timing-probe.cpp, built here against the build's static libraries into
 # $BUILD_DIR/timing-probe, runs the server's own TimeTranscode ROUNDS times (3) as a process
 # with glibc's default malloc and as `veil serve` runs it (mmap threshold fixed at 256 KiB,

@@ -23,7 +23,7 @@ double PriorRatio(Mode mode, bool bypass_forward, VideoCodec codec) {
   // after the keyframe read, H.264's 0.88x (x264's first P frame is dear). Each prior below was
   // learned against the older timing on 2026-12-06, whose starts read what a fault-free process
   // reads now (6.9-7.6 ms for VP8), and is rescaled by that factor so the two timings plan the
-  // same CPU a frame (docs/figures.md "What the startup timing holds").
+  // same CPU a frame (docs/figures.md "what the startup timing holds").
   const bool h264 = codec == VideoCodec::kH264;
   switch (mode) {
     // Forwarding: 0.3 for both before (learned 0.23-0.35x); VP8 kept (1.2x dearer planned).

@@ -201,7 +201,7 @@ Result<TranscodeTiming> MeasureTranscode(VideoCodec codec, const EncoderOptions&
   // of this pan; H.264: ~1,000 in frame 1), each a fresh mapping under the server's fixed mmap
   // threshold (cli/service.cpp). A live session's codecs are past that (~9 faults a frame), and
   // what a fault costs moved with this VM's state: from nothing to 28% of the figure within
-  // half an hour (docs/figures.md "What the startup timing holds").
+  // half an hour (docs/figures.md "what the startup timing holds").
   for (int i = 0; i < total; ++i) {
     const bool counted = i > warm_frames;
     const int x = kPan * i, y = i;
