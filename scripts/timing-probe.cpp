@@ -6,8 +6,8 @@
 //                                  synthetic pan, twice: each frame's CPU ms and page faults where
 //                                  it faulted, and the mean CPU of frames 1-12 (what a pass times)
 //                                  against 13-24.
-// Env: MMAP256 (set: glibc's mmap threshold fixed at 256 KiB, as `veil serve` runs,
-// cli/service.cpp), H264 (set: `frames` runs H.264), CORE (`frames` pins itself to it; 0).
+// Env: MMAP256 (non-empty: glibc's mmap threshold fixed at 256 KiB, as `veil serve` runs,
+// cli/service.cpp), H264 (non-empty: `frames` runs H.264), CORE (`frames` pins itself to it; 0).
 #include <malloc.h>
 #include <sys/resource.h>
 #include <pthread.h>
@@ -17,10 +17,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <random>
 #include <vector>
-
-#include <opencv2/imgproc.hpp>
 
 extern "C" {
 #include <libavutil/log.h>
@@ -42,12 +39,6 @@ int64_t ProcessFaults() {
   return int64_t(u.ru_minflt) + int64_t(u.ru_majflt);
 }
 
-int64_t ThreadFaults() {
-  rusage u{};
-  getrusage(RUSAGE_THREAD, &u);
-  return int64_t(u.ru_minflt) + int64_t(u.ru_majflt);
-}
-
 void Timing(int rounds) {
   const EncoderOptions enc;
   for (int r = 0; r < rounds; ++r)
@@ -63,28 +54,12 @@ void Timing(int rounds) {
     }
 }
 
-cv::Mat Field(std::mt19937& rng, int w, int h, int cell, double amplitude) {  // as MeasureTranscode's
-  cv::Mat small(std::max(2, h / cell), std::max(2, w / cell), CV_32F);
-  std::uniform_real_distribution<float> u(-1, 1);
-  for (int y = 0; y < small.rows; ++y)
-    for (int x = 0; x < small.cols; ++x) small.at<float>(y, x) = u(rng);
-  cv::Mat big;
-  cv::resize(small, big, cv::Size(w, h), 0, 0, cv::INTER_CUBIC);
-  return big * amplitude;
-}
-
 int Frames(int frames) {
-  const bool h264 = std::getenv("H264") != nullptr;
+  const char* h264_env = std::getenv("H264");
+  const bool h264 = h264_env && *h264_env;
   const VideoCodec vc = h264 ? VideoCodec::kH264 : VideoCodec::kVp8;
-  constexpr int W = 1280, H = 720, kPan = 4;
-  const int tw = W + kPan * (frames + 2), th = H + frames + 2;
-  std::mt19937 rng(12345);
-  cv::Mat luma = Field(rng, tw, th, 160, 60) + Field(rng, tw, th, 24, 35) + Field(rng, tw, th, 4, 12) + 128.0;
-  cv::Mat cu = Field(rng, tw / 2, th / 2, 60, 30) + 128.0, cv_ = Field(rng, tw / 2, th / 2, 60, 30) + 128.0;
-  cv::Mat y8, u8, v8;
-  luma.convertTo(y8, CV_8U);
-  cu.convertTo(u8, CV_8U);
-  cv_.convertTo(v8, CV_8U);
+  constexpr int W = SyntheticPan::kWidth, H = SyntheticPan::kHeight;
+  const SyntheticPan pan(frames + 1);  // the pictures the server's timing encodes
   VideoInfo vi;
   vi.width = W;
   vi.height = H;
@@ -107,15 +82,10 @@ int Frames(int frames) {
     double first = 0, second = 0;
     std::printf("%s pass %d, frame CPU ms / page faults where it faulted:", Name(vc), pass);
     for (int i = 0; i <= frames; ++i) {
-      const int x = kPan * i, y = i;
-      for (int r = 0; r < H; ++r) std::copy_n(y8.ptr<uint8_t>(y + r) + x, W, f->y.row(r));
-      for (int r = 0; r < H / 2; ++r) {
-        std::copy_n(u8.ptr<uint8_t>(y / 2 + r) + x / 2, W / 2, f->u.row(r));
-        std::copy_n(v8.ptr<uint8_t>(y / 2 + r) + x / 2, W / 2, f->v.row(r));
-      }
+      pan.Fill(i, *f);
       f->pts = int64_t(i) * 3000;
       packets.clear();
-      const int64_t f0 = ThreadFaults();
+      const int64_t f0 = ThreadPageFaults();
       const double t0 = ThreadCpuMs();
       (void)(*enc)->Encode(*f, i == 0, packets);
       for (const EncodedFrame& p : packets) {
@@ -123,7 +93,7 @@ int Frames(int frames) {
         (void)(*dec)->Decode(p.data.data(), p.data.size(), p.pts, decoded);
       }
       const double ms = ThreadCpuMs() - t0;
-      const int64_t faults = ThreadFaults() - f0;
+      const int64_t faults = ThreadPageFaults() - f0;
       if (i >= 1 && i <= 12) first += ms;
       if (i >= 13 && i <= 24) second += ms;
       if (faults > 20) std::printf(" [%d] %.1f/%lld", i, ms, (long long)faults);
@@ -138,7 +108,8 @@ int Frames(int frames) {
 
 int main(int argc, char** argv) {
   av_log_set_level(AV_LOG_ERROR);
-  if (std::getenv("MMAP256")) mallopt(M_MMAP_THRESHOLD, 256 * 1024);
+  const char* mmap256 = std::getenv("MMAP256");
+  if (mmap256 && *mmap256) mallopt(M_MMAP_THRESHOLD, 256 * 1024);
   const char* what = argc > 1 ? argv[1] : "timing";
   if (std::strcmp(what, "timing") == 0) {
     Timing(argc > 2 ? std::max(1, std::atoi(argv[2])) : 3);

@@ -31,7 +31,38 @@ cv::Mat Field(std::mt19937& rng, int w, int h, int cell, double amplitude) {
   return big * amplitude;
 }
 
+constexpr int kPan = 4;  // px a frame
+
 }  // namespace
+
+SyntheticPan::SyntheticPan(int frames) : frames_(std::max(1, frames)) {
+  const int tw = kWidth + kPan * (frames_ + 2), th = kHeight + frames_ + 2;
+  // Luma: large shapes, mid detail and fine grain, like a camera picture; chroma smoother.
+  std::mt19937 rng(12345);
+  cv::Mat luma = Field(rng, tw, th, 160, 60) + Field(rng, tw, th, 24, 35) + Field(rng, tw, th, 4, 12) + 128.0;
+  cv::Mat cu = Field(rng, tw / 2, th / 2, 60, 30) + 128.0, cv_ = Field(rng, tw / 2, th / 2, 60, 30) + 128.0;
+  const auto keep = [](const cv::Mat& m, std::vector<uint8_t>& out) {
+    cv::Mat m8(m.rows, m.cols, CV_8U);
+    m.convertTo(m8, CV_8U);
+    out.assign(m8.datastart, m8.dataend);  // continuous: made here
+  };
+  keep(luma, y_);
+  keep(cu, u_);
+  keep(cv_, v_);
+  luma_stride_ = tw;
+  chroma_stride_ = tw / 2;
+}
+
+void SyntheticPan::Fill(int i, Frame& f) const {
+  i = std::clamp(i, 0, frames_ - 1);
+  const int x = kPan * i, y = i;
+  for (int r = 0; r < kHeight; ++r) std::copy_n(&y_[size_t(y + r) * luma_stride_ + x], kWidth, f.y.row(r));
+  for (int r = 0; r < kHeight / 2; ++r) {
+    const size_t at = size_t(y / 2 + r) * chroma_stride_ + x / 2;
+    std::copy_n(&u_[at], kWidth / 2, f.u.row(r));
+    std::copy_n(&v_[at], kWidth / 2, f.v.row(r));
+  }
+}
 
 double UsableCores() {
   cpu_set_t set;
@@ -156,18 +187,10 @@ Result<TranscodeTiming> TimeTranscode(VideoCodec codec, const EncoderOptions& en
 
 Result<TranscodeTiming> MeasureTranscode(VideoCodec codec, const EncoderOptions& enc, int frames, int plan_step,
                                          int plan_frames, int warm_frames) {
-  constexpr int W = 1280, H = 720, kPan = 4;  // px per frame: a slow camera pan
+  constexpr int W = SyntheticPan::kWidth, H = SyntheticPan::kHeight;
   warm_frames = std::max(0, warm_frames);
   const int total = 1 + warm_frames + frames;  // the keyframe, the warm-up, the timed frames
-  const int tw = W + kPan * (total + 2), th = H + total + 2;
-  // Luma: large shapes, mid detail and fine grain, like a camera picture; chroma smoother.
-  std::mt19937 rng(12345);
-  cv::Mat luma = Field(rng, tw, th, 160, 60) + Field(rng, tw, th, 24, 35) + Field(rng, tw, th, 4, 12) + 128.0;
-  cv::Mat cu = Field(rng, tw / 2, th / 2, 60, 30) + 128.0, cv_ = Field(rng, tw / 2, th / 2, 60, 30) + 128.0;
-  cv::Mat y8, u8, v8;
-  luma.convertTo(y8, CV_8U);
-  cu.convertTo(u8, CV_8U);
-  cv_.convertTo(v8, CV_8U);
+  const SyntheticPan pan(total);
 
   VideoInfo vi;
   vi.width = W;
@@ -204,12 +227,7 @@ Result<TranscodeTiming> MeasureTranscode(VideoCodec codec, const EncoderOptions&
   // half an hour (docs/figures.md "what the startup timing holds").
   for (int i = 0; i < total; ++i) {
     const bool counted = i > warm_frames;
-    const int x = kPan * i, y = i;
-    for (int r = 0; r < H; ++r) std::copy_n(y8.ptr<uint8_t>(y + r) + x, W, f->y.row(r));
-    for (int r = 0; r < H / 2; ++r) {
-      std::copy_n(u8.ptr<uint8_t>(y / 2 + r) + x / 2, W / 2, f->u.row(r));
-      std::copy_n(v8.ptr<uint8_t>(y / 2 + r) + x / 2, W / 2, f->v.row(r));
-    }
+    pan.Fill(i, *f);
     f->pts = int64_t(i) * 3000;
     packets.clear();
     const int64_t f0 = ThreadPageFaults();

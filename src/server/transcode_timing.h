@@ -2,9 +2,11 @@
 // session's encoder settings, timed on this machine, on each core it may use (docs/capacity.md,
 // "The limit"). The cost model (server/capacity.h) counts a session's CPU as a multiple of it.
 #pragma once
+#include <cstdint>
 #include <utility>
 #include <vector>
 
+#include "core/frame.h"
 #include "core/status.h"
 #include "media/codec.h"
 #include "media/media_types.h"
@@ -14,6 +16,21 @@ namespace veil {
 
 // CPUs this process may use: its affinity mask, capped by a cgroup v2 CPU quota (containers).
 double UsableCores();
+
+// The picture the timing encodes: 1280x720, a slow camera pan (4 px a frame) over a field with
+// large shapes, mid detail and fine grain, like a camera picture, its chroma smoother; the same
+// pictures on every call (a fixed seed). Frames 0 .. frames-1.
+class SyntheticPan {
+ public:
+  static constexpr int kWidth = 1280, kHeight = 720;
+  explicit SyntheticPan(int frames);
+  // Frame i (clamped to the pan) into f, a kWidth x kHeight frame.
+  void Fill(int i, Frame& f) const;
+
+ private:
+  int frames_, luma_stride_, chroma_stride_;
+  std::vector<uint8_t> y_, u_, v_;  // the whole field the pan moves over
+};
 
 // Frames a freshly opened codec pair runs before its frames are timed: its first frames touch
 // its buffers for the first time (page faults; VP8 frames 1, 2 and 9 of the synthetic pan).
