@@ -60,12 +60,7 @@ int Frames(int frames) {
   const VideoCodec vc = h264 ? VideoCodec::kH264 : VideoCodec::kVp8;
   constexpr int W = SyntheticPan::kWidth, H = SyntheticPan::kHeight;
   const SyntheticPan pan(frames + 1);  // the pictures the server's timing encodes
-  VideoInfo vi;
-  vi.width = W;
-  vi.height = H;
-  vi.tb_num = 1;
-  vi.tb_den = 90000;
-  vi.fps = 30;
+  const VideoInfo vi = SyntheticPan::Info();
   EncoderOptions o;
   o.codec = Name(vc);
   if (h264) o.x264_profile = "baseline";

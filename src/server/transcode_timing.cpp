@@ -53,6 +53,16 @@ SyntheticPan::SyntheticPan(int frames) : frames_(std::max(1, frames)) {
   chroma_stride_ = tw / 2;
 }
 
+VideoInfo SyntheticPan::Info() {
+  VideoInfo vi;
+  vi.width = kWidth;
+  vi.height = kHeight;
+  vi.tb_num = 1;
+  vi.tb_den = 90000;
+  vi.fps = 30;
+  return vi;
+}
+
 void SyntheticPan::Fill(int i, Frame& f) const {
   i = std::clamp(i, 0, frames_ - 1);
   const int x = kPan * i, y = i;
@@ -191,13 +201,7 @@ Result<TranscodeTiming> MeasureTranscode(VideoCodec codec, const EncoderOptions&
   warm_frames = std::max(0, warm_frames);
   const int total = 1 + warm_frames + frames;  // the keyframe, the warm-up, the timed frames
   const SyntheticPan pan(total);
-
-  VideoInfo vi;
-  vi.width = W;
-  vi.height = H;
-  vi.tb_num = 1;
-  vi.tb_den = 90000;
-  vi.fps = 30;
+  const VideoInfo vi = SyntheticPan::Info();
   EncoderOptions o = enc;
   o.codec = Name(codec);
   if (codec == VideoCodec::kH264 && o.x264_profile.empty()) o.x264_profile = "baseline";  // as live sessions

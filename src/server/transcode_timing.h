@@ -24,6 +24,8 @@ class SyntheticPan {
  public:
   static constexpr int kWidth = 1280, kHeight = 720;
   explicit SyntheticPan(int frames);
+  // Its stream: kWidth x kHeight, 30 fps, a 90 kHz clock (RTP's).
+  static VideoInfo Info();
   // Frame i (clamped to the pan) into f, a kWidth x kHeight frame.
   void Fill(int i, Frame& f) const;
 
