@@ -363,6 +363,7 @@ void LiveSession::Shed(double now_ms) {
   last_shed_ms_ = now_ms;
   shed_ups_ = speed_.steps_up();
   shed_downs_ = speed_.steps_down();
+  shed_early_ = speed_.early_verdicts();
 }
 
 void LiveSession::OnSent(const RtpFrame& f, double sent_ms) {

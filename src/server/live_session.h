@@ -158,6 +158,7 @@ struct LiveSessionStats {
   std::string encoder_speed;
   bool overloaded = false, falling_behind = false;
   uint64_t shed_steps_up = 0, shed_steps_down = 0;
+  uint64_t shed_early_verdicts = 0;  // windows judged overused before their end (server.shed_judge_early)
   int shed_start_level = 0;  // the level it was started at from the node's load (StartAtLevel; 0: none)
   PrivacyCounters privacy;
   RtpReceiverStats rtp;
@@ -373,7 +374,7 @@ class LiveSession {
   std::atomic<bool> overloaded_{false}, falling_behind_{false};
   std::atomic<double> inject_cpu_ms_{0};
   std::atomic<double> last_shed_ms_{-1};      // the worker's last Shed(): an idle worker's verdict expires
-  std::atomic<uint64_t> shed_ups_{0}, shed_downs_{0};
+  std::atomic<uint64_t> shed_ups_{0}, shed_downs_{0}, shed_early_{0};
   std::atomic<bool> shed_warming_{true};
   std::atomic<bool> node_room_{false};  // SetNodeRoom's
   // Worker thread: the session's CPU a second over its last second or so (what a take-back asks

@@ -47,6 +47,7 @@ LiveSessionStats LiveSession::stats() const {
   s.overloaded = overloaded_ && NowMs() - last_shed_ms_.load() < 3 * cfg_.speed.window_ms;
   s.falling_behind = s.overloaded && falling_behind_;
   s.shed_steps_up = shed_ups_;
+  s.shed_early_verdicts = shed_early_;
   s.shed_steps_down = shed_downs_;
   s.shed_start_level = start_level_;
   {

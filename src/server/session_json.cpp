@@ -74,6 +74,7 @@ json StatsJson(const SessionInfo& s) {
             {"overloaded", st.overloaded},
             {"falling_behind", st.falling_behind},
             {"steps_up", st.shed_steps_up},
+            {"early_verdicts", st.shed_early_verdicts},
             {"steps_down", st.shed_steps_down},
             {"start_level", st.shed_start_level}}},
           {"rtp",

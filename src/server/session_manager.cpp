@@ -151,6 +151,7 @@ Status SessionManager::Create(const CreateSpec& spec, const std::string& caller,
   c.speed.high = deps_.server.shed_high;
   c.speed.low = deps_.server.shed_low;
   c.speed.low_with_room = deps_.server.shed_low_with_room;
+  c.speed.judge_early = deps_.server.shed_judge_early;
   if (deps_.server.shed_take_back_in_budget) c.take_back_budget = take_back_;
   c.speed.calm_max_ms = std::max(c.speed.calm_max_ms, 8 * c.speed.calm_ms);
   c.audio = spec.audio;

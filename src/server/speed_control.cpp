@@ -11,6 +11,8 @@ Status Validate(const SpeedControlConfig& c) {
   if (!(c.low_with_room > 0 && c.low_with_room <= 5)) return Status::Error("speed control needs 0 < low_with_room <= 5");
   if (!(c.stale_share >= 0 && c.stale_share < 1)) return Status::Error("speed control stale_share must be in [0, 1)");
   if (!(c.warmup_ms >= 0 && c.warmup_ms <= 600000)) return Status::Error("speed control warmup_ms must be in [0, 600000]");
+  if (!(c.min_early_ms >= 0 && c.min_early_ms <= c.window_ms))
+    return Status::Error("speed control min_early_ms must be in [0, window_ms]");
   if (!(c.calm_ms >= c.window_ms && c.calm_ms <= c.calm_max_ms && c.calm_max_ms <= 3600000))
     return Status::Error("speed control needs window_ms <= calm_ms <= calm_max_ms <= 3600000");
   return Status::Ok();
@@ -36,6 +38,7 @@ void SpeedControl::OnFrame(double now_ms, double latency_ms) {
   if (first_ms_ < 0) first_ms_ = now_ms;
   if (window_start_ < 0) window_start_ = now_ms;
   lat_.push_back(latency_ms);
+  if (latency_ms > budget_ms_) ++late_;
 }
 
 void SpeedControl::OnStale(double now_ms) {
@@ -45,8 +48,30 @@ void SpeedControl::OnStale(double now_ms) {
 }
 
 int SpeedControl::Level(double now_ms) {
-  if (cfg_.enabled && window_start_ >= 0 && now_ms - window_start_ >= cfg_.window_ms) Judge(now_ms);
+  if (cfg_.enabled && window_start_ >= 0) {
+    if (now_ms - window_start_ >= cfg_.window_ms) {
+      last_full_ = lat_.size() + size_t(stale_);
+      Judge(now_ms);
+    } else if (DecidedEarly(now_ms)) {
+      ++early_;
+      Judge(now_ms);
+    }
+  }
   return cfg_.enabled ? level_ : 0;
+}
+
+bool SpeedControl::DecidedEarly(double now_ms) const {
+  if (!cfg_.judge_early || last_full_ == 0 || now_ms - window_start_ < cfg_.min_early_ms) return false;
+  if (now_ms - first_ms_ < cfg_.warmup_ms || level_ >= max_level_) return false;
+  // Judge's p90 of n frames is past the budget (so over, and behind at the last level) when more
+  // than n - ceil(0.9 n) of them left later than the budget; that count only grows with n, so a
+  // count that decides a window of the expected length (or of what it holds already, if more)
+  // decides the whole window and the part so far.
+  const size_t n = std::max(lat_.size(), last_full_);
+  const size_t may_be_late = n - size_t(std::ceil(0.9 * double(n)));
+  if (size_t(late_) > may_be_late) return true;
+  const double total = std::max(double(lat_.size()) + stale_, double(last_full_));
+  return stale_ > cfg_.stale_share * total;
 }
 
 void SpeedControl::Judge(double now_ms) {
@@ -54,6 +79,7 @@ void SpeedControl::Judge(double now_ms) {
     ++warmup_windows_;
     lat_.clear();
     stale_ = 0;
+    late_ = 0;
     window_start_ = now_ms;
     return;
   }
@@ -97,6 +123,7 @@ void SpeedControl::Judge(double now_ms) {
   if (now_ms - last_down_ms_ > cfg_.calm_max_ms && !over) calm_need_ms_ = cfg_.calm_ms;
   lat_.clear();
   stale_ = 0;
+  late_ = 0;
   window_start_ = now_ms;
 }
 

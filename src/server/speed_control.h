@@ -41,6 +41,16 @@ struct SpeedControlConfig {
   // late by themselves, and a level taken for them stayed for 10 s and more at one session.
   // libwebrtc's overuse detector skips its first checks the same way (min_process_count).
   double warmup_ms = 3000;
+  // A window is judged before its end once what it holds already decides that its frames fail
+  // the budget: enough of them later than the whole budget (or dropped stale) that the p90 (or
+  // the stale share) of a window as long as the last full one is past it whatever comes after
+  // them. The verdict is the one the window would give at its end (over); it comes when the
+  // evidence is in, not up to window_ms later: a burst of late frames (sessions' frames coming to
+  // arrive at the same instants, a slow spell of the machine) is answered within a fraction of a
+  // second. Frames late against high x budget but in time wait for the window's end as before,
+  // so a load that passes is not shed faster. At least min_early_ms into the window.
+  bool judge_early = false;
+  double min_early_ms = 250;
 };
 
 Status Validate(const SpeedControlConfig& c);
@@ -82,9 +92,12 @@ class SpeedControl {
   uint64_t steps_up() const { return ups_; }
   uint64_t warmup_windows() const { return warmup_windows_; }  // windows left unjudged
   uint64_t steps_down() const { return downs_; }
+  uint64_t early_verdicts() const { return early_; }  // windows judged before their end (judge_early)
 
  private:
   void Judge(double now_ms);
+  // The window so far already decides an overuse verdict (judge_early).
+  bool DecidedEarly(double now_ms) const;
 
   const SpeedControlConfig cfg_;
   const double budget_ms_;
@@ -100,10 +113,13 @@ class SpeedControl {
   double first_ms_ = -1;       // the first frame (or stale drop) seen
   std::vector<double> lat_;
   int stale_ = 0;
+  int late_ = 0;         // frames of the window later than the budget
+  size_t last_full_ = 0; // frames and stale drops of the last window judged at its end
+
   double calm_since_ = -1;     // start of the current run of calm windows
   double calm_need_ms_;
   double last_down_ms_ = -1e18;
-  uint64_t ups_ = 0, downs_ = 0, warmup_windows_ = 0, held_ = 0;
+  uint64_t ups_ = 0, downs_ = 0, warmup_windows_ = 0, held_ = 0, early_ = 0;
 };
 
 // The node's budget, shared by its sessions' take-backs (server.shed_take_back_in_budget).

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <vector>
 
 namespace veil {
 namespace {
@@ -348,6 +349,94 @@ TEST(SpeedControl, RejectsAbsurdSettings) {
   EXPECT_TRUE(Validate(c).ok());
   c.low_with_room = 0.9;  // over high: allowed, any window not over is calm (below)
   EXPECT_TRUE(Validate(c).ok());
+}
+
+// judge_early: a window whose frames already decide that they fail the budget is judged then,
+// with the verdict its end would give; one they do not decide waits for its end, as without the
+// option. Frames every 1000/30 ms; `late` of a window's first frames leave after `late_ms` (40:
+// past the 33-ms budget), the others after 10.
+struct EarlyRun {
+  SpeedControl c;
+  int frame = 0;  // times from the frame's index, exact at whole seconds (frame 30: 1000 ms)
+  explicit EarlyRun(bool early, double warmup_ms = 0)
+      : c([&] {
+          SpeedControlConfig cfg;
+          cfg.warmup_ms = warmup_ms;
+          cfg.judge_early = early;
+          return cfg;
+        }(), kBudget, 6) {}
+  // `frames` frames, the first `late` of them late; the level after each frame.
+  std::vector<int> Frames(int frames, int late, double late_ms = 40) {
+    std::vector<int> levels;
+    for (int i = 0; i < frames; ++i, ++frame) {
+      const double t = frame * 1000.0 / 30;
+      c.OnFrame(t, i < late ? late_ms : 10.0);
+      levels.push_back(c.Level(t));
+    }
+    return levels;
+  }
+};
+
+TEST(SpeedControl, JudgedEarlyOnceTheFramesDecideTheWindow) {
+  EarlyRun on(true), off(false);
+  // A full calm window (frames 0-30, judged at 1000 ms); each window after it holds 30 frames.
+  on.Frames(31, 0);
+  off.Frames(31, 0);
+  // Late from here on (frames 31-60, the second window from 1000 ms). A window of 31 is over
+  // from its 4th late frame (p90: the 28th of 31); judged at the first frame at least 250 ms
+  // into the window (frame 38, 1267 ms).
+  std::vector<int> a = on.Frames(30, 30), b = off.Frames(30, 30);
+  EXPECT_EQ(a[6], 0);
+  EXPECT_EQ(a[7], 1) << "the first frame 250 ms into a window that four late frames decided";
+  EXPECT_EQ(a[14], 1);
+  EXPECT_EQ(a[15], 2) << "the next window (from 1267 ms), decided the same way at 1533 ms";
+  EXPECT_EQ(b[7], 0);
+  EXPECT_EQ(b[28], 0);
+  EXPECT_EQ(b[29], 1) << "without the option, at the window's end (2000 ms)";
+  EXPECT_GE(on.c.early_verdicts(), 2u);
+  EXPECT_EQ(off.c.early_verdicts(), 0u);
+  EXPECT_EQ(on.c.steps_up(), on.c.early_verdicts()) << "every step here came early";
+}
+
+TEST(SpeedControl, AWindowItsFramesDoNotDecideWaitsForItsEnd) {
+  EarlyRun on(true);
+  on.Frames(31, 0);
+  // Three late frames of 30: the p90 (the 27th) is on time, so the window is not over at its
+  // end, and nothing is taken before it either.
+  std::vector<int> a = on.Frames(30, 3);
+  for (int l : a) EXPECT_EQ(l, 0);
+  EXPECT_EQ(on.c.early_verdicts(), 0u);
+  // Four of 30: decided, early (at 250 ms into the window).
+  a = on.Frames(30, 4);
+  EXPECT_EQ(a[6], 0);
+  EXPECT_EQ(a[7], 1);
+  EXPECT_EQ(on.c.early_verdicts(), 1u);
+  // Every frame late against 0.7 x budget but in time (30 ms): over at the window's end only,
+  // the window that began with the early verdict (frame 68), 1000 ms later (frame 98).
+  a = on.Frames(30, 30, /*late_ms=*/30);
+  EXPECT_EQ(a[6], 1);
+  EXPECT_EQ(a[7], 2) << "judged at its end";
+  EXPECT_EQ(a[29], 2);
+  EXPECT_EQ(on.c.early_verdicts(), 1u);
+}
+
+TEST(SpeedControl, NoEarlyVerdictInTheWarmupNorBeforeAFullWindow) {
+  EarlyRun fresh(true);
+  // The first window has no length to go by: judged at its end, as without the option.
+  std::vector<int> a = fresh.Frames(31, 31);
+  EXPECT_EQ(a[29], 0);
+  EXPECT_EQ(a[30], 1);
+  EXPECT_EQ(fresh.c.early_verdicts(), 0u);
+
+  EarlyRun warm(true, /*warmup_ms=*/3000);
+  a = warm.Frames(90, 90);  // 3 s late from the first frame: windows in the warm-up are not judged
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i], 0) << "frame " << i;
+  EXPECT_EQ(warm.c.early_verdicts(), 0u);
+  a = warm.Frames(30, 30);  // past it: the window ending at 3000 ms at its end, the next early
+  EXPECT_EQ(a[0], 1) << "the window that ended at 3000 ms, judged at its end";
+  EXPECT_EQ(a[7], 1);
+  EXPECT_EQ(a[8], 2) << "250 ms into the window that began at 3000 ms";
+  EXPECT_GE(warm.c.early_verdicts(), 1u);
 }
 
 }  // namespace
