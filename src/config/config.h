@@ -86,8 +86,9 @@ struct ServerSettings {
   // server/speed_control.h, TakeBackBudget). Studied and off by default: no p99 gain measured,
   // poorer steps (docs/capacity.md, "Taking levels back within the node's budget").
   bool shed_take_back_in_budget = false;
-  // A window is judged as soon as its frames already decide an overuse, not only at its end
-  // (server/speed_control.h, SpeedControlConfig::judge_early).
+  // A window is judged as soon as its frames past the budget already decide an overuse, not
+  // only at its end (server/speed_control.h, SpeedControlConfig::judge_early). Studied and off
+  // by default: fewer late frames, ranges overlapping (docs/capacity.md, "Windows judged early").
   bool shed_judge_early = false;
   // SIGTERM or POST /v1/drain: no new sessions; running ones go on until their publishers
   // leave or this passes (0: SIGTERM ends them at once).

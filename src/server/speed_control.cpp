@@ -63,7 +63,7 @@ int SpeedControl::Level(double now_ms) {
 bool SpeedControl::DecidedEarly(double now_ms) const {
   if (!cfg_.judge_early || last_full_ == 0 || now_ms - window_start_ < cfg_.min_early_ms) return false;
   if (now_ms - first_ms_ < cfg_.warmup_ms || level_ >= max_level_) return false;
-  // Judge's p90 of n frames is past the budget (so over, and behind at the last level) when more
+  // Judge's p90 of n frames is past the budget (so over high x budget) when more
   // than n - ceil(0.9 n) of them left later than the budget; that count only grows with n, so a
   // count that decides a window of the expected length (or of what it holds already, if more)
   // decides the whole window and the part so far.
