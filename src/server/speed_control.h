@@ -115,7 +115,6 @@ class SpeedControl {
   int stale_ = 0;
   int late_ = 0;         // frames of the window later than the budget
   size_t last_full_ = 0; // frames and stale drops of the last window judged at its end
-
   double calm_since_ = -1;     // start of the current run of calm windows
   double calm_need_ms_;
   double last_down_ms_ = -1e18;
